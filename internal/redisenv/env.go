@@ -1,0 +1,80 @@
+// Package redisenv starts the Redis topology one lab run needs, on one backend: the lock server (a
+// primary with a replica that a failover promotes), the inventory store (a separate node that never
+// fails over) and, for later quorum steps, independent nodes. Every key a run writes lives under the
+// run's own prefix.
+package redisenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Env is one run's Redis topology.
+type Env interface {
+	// Backend names the backend ("embedded").
+	Backend() string
+	// Prefix is the run's key prefix; a run reads and writes no key outside it.
+	Prefix() string
+	// LockOptions configures a new client of the lock server. Its dialer always reaches the
+	// current primary, so a client follows a failover once its old connections break.
+	LockOptions() *redis.Options
+	// InventoryOptions configures a new client of the inventory store.
+	InventoryOptions() *redis.Options
+	// LockHook, when not nil, must be added to every lock-server client (the embedded backend
+	// feeds its replica through it).
+	LockHook() redis.Hook
+	// Exists tells whether key exists on the current lock primary, without counting as a
+	// process's command.
+	Exists(ctx context.Context, key string) (bool, error)
+	// Admin is an uncounted client of the current lock primary, for the referee and the lab.
+	Admin() *redis.Client
+	// CanFailover reports whether the lock server has a replica to promote.
+	CanFailover() bool
+	// HoldReplication stops the replica from receiving writes, as a partition would, until Failover.
+	HoldReplication()
+	// Failover kills the lock primary and promotes the replica. Clients follow on their next dial.
+	Failover(ctx context.Context) error
+	// Close stops everything the Env started and removes the run's keys.
+	Close() error
+}
+
+// Open starts the backend named by name ("" or "embedded").
+func Open(name string) (Env, error) {
+	switch name {
+	case "", "embedded":
+		return NewEmbedded()
+	default:
+		return nil, fmt.Errorf("redisenv: unknown backend %q (want embedded)", name)
+	}
+}
+
+// FromEnv starts the backend named by $LAB_REDIS.
+func FromEnv() (Env, error) {
+	return Open(os.Getenv("LAB_REDIS"))
+}
+
+// newPrefix returns a fresh per-run key prefix, "lockstep:<8 hex>:".
+func newPrefix() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return "lockstep:" + hex.EncodeToString(b) + ":"
+}
+
+// Handshake reports whether cmds are all part of go-redis's connection setup. go-redis sends
+// these through a client's hooks from inside the command that needed the connection, so a hook
+// that serialises commands must let them pass, or it waits for itself.
+func Handshake(cmds ...redis.Cmder) bool {
+	for _, cmd := range cmds {
+		switch cmd.Name() {
+		case "hello", "auth", "select", "client", "readonly":
+		default:
+			return false
+		}
+	}
+	return len(cmds) > 0
+}

@@ -1,0 +1,79 @@
+// Package steptest is the one helper every step's test calls: it runs all scenarios against the
+// step on the backend $LAB_REDIS names and checks each verdict against the step's expected row of
+// the matrix. With LAB_STRICT=1 every violation found fails the test instead, which is how a
+// learner grades a Locker of their own.
+package steptest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+	"go.uber.org/goleak"
+)
+
+// Here returns the step whose folder is the current directory (go test runs in the package's own).
+func Here(t *testing.T) *steps.Step {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := catalog.Find(filepath.Base(wd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// Run plays every scenario against st: a subtest per scenario, and inside it a subtest per
+// violation kind found, named after the kind and logging the sentence that explains it.
+func Run(t *testing.T, st *steps.Step) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	strict := os.Getenv("LAB_STRICT") == "1"
+	for _, sc := range steps.Scenarios {
+		t.Run(string(sc), func(t *testing.T) {
+			env := Env(t)
+			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range rep.Explain {
+				t.Run(string(f.Kind), func(t *testing.T) {
+					if strict {
+						t.Errorf("%s: %s", f.Kind, f.Sentence)
+						return
+					}
+					t.Logf("violated: %s", f.Sentence)
+				})
+			}
+			if strict {
+				return
+			}
+			want := st.Expect[sc]
+			if want == nil {
+				want = []steps.Kind{}
+			}
+			if !slices.Equal(rep.Violations, want) {
+				t.Errorf("%s under %s: found %v, the matrix expects %v\n%s", st.Slug, sc, rep.Violations, want, rep.Text())
+			}
+		})
+	}
+}
+
+// Env opens the backend $LAB_REDIS names for one test and closes it when the test ends.
+func Env(t testing.TB) redisenv.Env {
+	t.Helper()
+	env, err := redisenv.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	return env
+}

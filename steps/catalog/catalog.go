@@ -1,0 +1,219 @@
+// Package catalog is the ordered list of lockstep's steps: what the lab's picker, the matrix and
+// the tests iterate. Each entry pairs a step package's code with its description and the verdicts
+// it is expected to earn, the rows of the matrix in README.md.
+package catalog
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	naive "github.com/lockstep-lab/lockstep/steps/01_naive"
+	setnx "github.com/lockstep-lab/lockstep/steps/02_setnx"
+	finally "github.com/lockstep-lab/lockstep/steps/03_finally"
+	atomicttl "github.com/lockstep-lab/lockstep/steps/04_atomic_ttl"
+	owner "github.com/lockstep-lab/lockstep/steps/05_owner"
+	reentrant "github.com/lockstep-lab/lockstep/steps/06_reentrant"
+	spin "github.com/lockstep-lab/lockstep/steps/07_spin"
+	watchdog "github.com/lockstep-lab/lockstep/steps/08_watchdog"
+	luaunlock "github.com/lockstep-lab/lockstep/steps/09_lua_unlock"
+
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+type k = steps.Kind
+
+var (
+	overlap  = steps.Overlap
+	oversold = steps.Oversold
+	foreign  = steps.ForeignRelease
+	stuck    = steps.Stuck
+	lost     = steps.LostSales
+	reentry  = steps.ReentryFailed
+	flood    = steps.Flood
+)
+
+// Steps lists every step in order.
+var Steps = []*steps.Step{
+	{
+		Slug: "01_naive", Number: 1,
+		Title:     "No lock: GET stock, SET stock-1",
+		Claim:     "The order endpoint reads the stock and writes it back, one unit less.",
+		Article:   "000 — 代码复现 (the overselling submitOrder)",
+		Fixes:     "Nothing yet: this is the endpoint the articles start from.",
+		Breaks:    "Two buyers read the same stock and both sell the same unit.",
+		Hint:      "Start many buyers against a small stock (contention).",
+		Lesson:    "GET → work → SET is not atomic. Concurrent buyers read the same number and each confirms an order for the same unit: the shop oversells. Something must let only one buyer into that section at a time.",
+		BreakWith: steps.Contention,
+		New:       naive.New, Order: naive.Order, Source: naive.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Contention: {overlap, oversold},
+			steps.Slow:       {overlap, oversold},
+			steps.Reentrant:  {overlap},
+			steps.Pause:      {overlap, oversold},
+			steps.Failover:   {overlap, oversold},
+		},
+	},
+	{
+		Slug: "02_setnx", Number: 2,
+		Title:     "SETNX lock, DEL at the end",
+		Claim:     "Only the buyer whose SETNX succeeds may sell; the others are refused.",
+		Article:   "000 — 引入分布式锁 (submitOrderV1)",
+		Fixes:     "Mutual exclusion: SETNX lets exactly one buyer in.",
+		Breaks:    "Any early return or crash skips the DEL, and the lock never expires: the shop is stuck.",
+		Hint:      "Make the holder's work fail (error) and watch every later buyer get refused.",
+		Lesson:    "The unlock is ordinary code at the end of the handler. An error returns early, the key stays, and with no TTL every later order is refused forever. The unlock has to run on every path.",
+		BreakWith: steps.Error,
+		New:       setnx.New, Order: setnx.Order, Source: setnx.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Contention: {lost},
+			steps.Error:      {stuck},
+			steps.Crash:      {stuck},
+			steps.Reentrant:  {reentry},
+			steps.Failover:   {overlap, oversold},
+		},
+	},
+	{
+		Slug: "03_finally", Number: 3,
+		Title:     "Unlock in a defer (try/finally)",
+		Claim:     "Whatever happens in the handler, the lock is deleted on the way out.",
+		Article:   "000 — 引入try-finally代码块 (submitOrderV2)",
+		Fixes:     "Errors no longer leave the lock behind: the defer always deletes it.",
+		Breaks:    "A process that dies runs no defer; the key has no TTL, so the lock is held forever.",
+		Hint:      "Crash the holder inside the critical section.",
+		Lesson:    "finally only runs in a process that is alive. A crash, a kill -9 or a lost machine leaves the key, and nothing in Redis will ever remove it. The lock needs an expiry that Redis enforces on its own.",
+		BreakWith: steps.Crash,
+		New:       finally.New, Order: finally.Order, Source: finally.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Contention: {lost},
+			steps.Crash:      {stuck},
+			steps.Reentrant:  {reentry},
+			steps.Failover:   {overlap, oversold},
+		},
+	},
+	{
+		Slug: "04_atomic_ttl", Number: 4,
+		Title:     "SET NX PX: lock and TTL in one command",
+		Claim:     "The lock expires on its own, so a dead holder cannot block the shop forever.",
+		Article:   "000 — 引入Redis超时机制, 加锁操作原子化, 抽取公共组件 (v3, v4, tryLock/releaseLock)",
+		Fixes:     "A crashed holder's lock expires after the TTL; SET NX PX sets key and expiry atomically.",
+		Breaks:    "A holder slower than the TTL loses the lock without knowing, and then DELs the next holder's lock.",
+		Hint:      "Make the holder slow: its work takes 3 × TTL.",
+		Lesson:    "A TTL is a guess about how long the work takes. When the work outlives it, Redis hands the lock to someone else while the first holder is still inside — and the first holder's DEL then deletes the second holder's lock. Unlock must check whose lock it deletes.",
+		BreakWith: steps.Slow,
+		New:       atomicttl.New, Order: atomicttl.Order, Source: atomicttl.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Contention: {lost},
+			steps.Slow:       {overlap, oversold, foreign},
+			steps.UnlockRace: {foreign},
+			steps.Reentrant:  {reentry},
+			steps.Pause:      {overlap, oversold},
+			steps.Failover:   {overlap, oversold},
+		},
+	},
+	{
+		Slug: "05_owner", Number: 5,
+		Title:     "Owner token: only the holder deletes",
+		Claim:     "The lock stores a random owner token; Unlock deletes only its own lock.",
+		Article:   "000 — 实现加锁和解锁归一体化 (ThreadLocal owner)",
+		Fixes:     "A slow holder no longer deletes the next holder's lock: GET shows it is not the owner.",
+		Breaks:    "GET and DEL are two commands: if the lock expires between them, the DEL still hits the next holder.",
+		Hint:      "Freeze the holder between its GET and its DEL (unlock-race).",
+		Lesson:    "Check-then-act across two commands is a race. Between the GET that says \"mine\" and the DEL, the lock can expire and be taken; the DEL then removes a lock that is no longer ours. The check and the delete must be one atomic step.",
+		BreakWith: steps.UnlockRace,
+		New:       owner.New, Order: owner.Order, Source: owner.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Contention: {lost},
+			steps.Slow:       {overlap, oversold},
+			steps.UnlockRace: {foreign},
+			steps.Reentrant:  {reentry},
+			steps.Pause:      {overlap, oversold},
+			steps.Failover:   {overlap, oversold},
+		},
+	},
+	{
+		Slug: "06_reentrant", Number: 6,
+		Title:     "Reentrant: count the holder's own holds",
+		Claim:     "A holder may take its own lock again (service A → service B); the last Unlock frees it.",
+		Article:   "000 — 可重入性分析, 解决可重入性问题 (ThreadLocal counter)",
+		Fixes:     "A nested Lock by the holder succeeds instead of being refused.",
+		Breaks:    "Buyers who find the lock taken are still turned away while units remain.",
+		Hint:      "Start many buyers at once (contention) and count the refused orders.",
+		Lesson:    "A non-blocking lock turns contention into refusals: buyers are sent away although units remain. To sell them, a buyer must wait for the lock instead of giving up.",
+		BreakWith: steps.Contention,
+		New:       reentrant.New, Order: reentrant.Order, Source: reentrant.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Contention: {lost},
+			steps.Slow:       {overlap, oversold},
+			steps.UnlockRace: {foreign},
+			steps.Pause:      {overlap, oversold},
+			steps.Failover:   {overlap, oversold},
+		},
+	},
+	{
+		Slug: "07_spin", Number: 7,
+		Title:     "Blocking by spinning",
+		Claim:     "A buyer who finds the lock taken retries until it gets it: no order is refused.",
+		Article:   "000 — 实现锁的阻塞性 (for(;;) setIfAbsent)",
+		Fixes:     "Contention no longer loses sales: every buyer waits its turn.",
+		Breaks:    "A holder slower than the TTL still loses its lock; and every waiter floods Redis with SET NX.",
+		Hint:      "Make the holder slow, or run the load scenario and count commands per order.",
+		Lesson:    "Spinning trades refusals for load: each waiter sends a command per round trip for as long as it waits. And the TTL still guesses the work's length; a slow holder's lock expires under it. The lease must be extended while the holder is alive.",
+		BreakWith: steps.Slow,
+		New:       spin.New, Order: spin.Order, Source: spin.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Slow:       {overlap, oversold},
+			steps.UnlockRace: {foreign},
+			steps.Pause:      {overlap, oversold},
+			steps.Failover:   {overlap, oversold},
+			steps.Load:       {flood},
+		},
+	},
+	{
+		Slug: "08_watchdog", Number: 8,
+		Title:     "Watchdog: renew the TTL while holding",
+		Claim:     "While the holder works, a watchdog pushes the TTL ahead, so a slow holder keeps its lock.",
+		Article:   "000 — 解决锁失效问题 (UpdateLockTimeTask); 003 — watchdog renewal",
+		Fixes:     "Slow work no longer loses the lock: the lease is renewed every TTL/3.",
+		Breaks:    "Unlock is still GET then DEL; a freeze between them deletes the next holder's lock. A stop-the-world pause stops the watchdog too.",
+		Hint:      "Freeze the holder between its GET and its DEL (unlock-race).",
+		Lesson:    "The watchdog keeps a live, running holder's lease; it cannot help a holder that is frozen, and it does nothing for the race inside Unlock. Compare-and-delete must happen inside Redis, in one script.",
+		BreakWith: steps.UnlockRace,
+		New:       watchdog.New, Order: watchdog.Order, Source: watchdog.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.UnlockRace: {foreign},
+			steps.Pause:      {overlap, oversold},
+			steps.Failover:   {overlap, oversold},
+			steps.Load:       {flood},
+		},
+	},
+	{
+		Slug: "09_lua_unlock", Number: 9,
+		Title:     "Atomic unlock in Lua",
+		Claim:     "Unlock compares the owner and deletes in one Lua script: it can never delete another's lock.",
+		Article:   "000 — 解锁操作原子化 (LUA_UN_LOCK); 001 — Lua unlock",
+		Fixes:     "The unlock race is gone: Redis runs the check and the delete as one command.",
+		Breaks:    "Everything still lives on one Redis: a failover to a replica that never saw the lock lets a second buyer in. A stop-the-world pause outlasts any lease.",
+		Hint:      "Fail the lock primary over right after the holder's lock write.",
+		Lesson:    "Replication is asynchronous: the primary acknowledges the lock before the replica has it. When the primary dies, the promoted replica has no lock and grants it again. No single-Redis lock survives that; a pause past the lease breaks it too. Fencing tokens, checked by the inventory, are what make a lost lock harmless.",
+		BreakWith: steps.Failover,
+		New:       luaunlock.New, Order: luaunlock.Order, Source: luaunlock.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:    {overlap, oversold},
+			steps.Failover: {overlap, oversold},
+			steps.Load:     {flood},
+		},
+	},
+}
+
+// Find returns the step named by s: its slug ("04_atomic_ttl"), its number ("4", "04") or its
+// name without the number ("atomic_ttl").
+func Find(s string) (*steps.Step, error) {
+	for _, st := range Steps {
+		name := st.Slug[strings.IndexByte(st.Slug, '_')+1:]
+		if n, err := strconv.Atoi(s); (err == nil && n == st.Number) || s == st.Slug || s == name {
+			return st, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown step %q (want 01…%02d or a name such as %s)", s, len(Steps), Steps[3].Slug)
+}

@@ -1,0 +1,77 @@
+package steps
+
+// Scenario names one scripted attack on a step. The names are used in reports, flags and JSON.
+type Scenario string
+
+// The scenarios, in the order the matrix shows them.
+const (
+	Contention Scenario = "contention"
+	Error      Scenario = "error"
+	Crash      Scenario = "crash"
+	Slow       Scenario = "slow"
+	UnlockRace Scenario = "unlock-race"
+	Reentrant  Scenario = "reentrant"
+	Pause      Scenario = "pause"
+	Failover   Scenario = "failover"
+	Load       Scenario = "load"
+)
+
+// Scenarios lists every scenario in matrix order.
+var Scenarios = []Scenario{Contention, Error, Crash, Slow, UnlockRace, Reentrant, Pause, Failover, Load}
+
+// Kind names one invariant a referee judges; a violation is reported by its Kind.
+type Kind string
+
+// The violation kinds, spelled as reports, tests and -json spell them.
+const (
+	Overlap        Kind = "overlap"         // two buyers inside the critical section at once
+	Oversold       Kind = "oversold"        // orders confirmed minus units that left the shelf > 0
+	ForeignRelease Kind = "foreign-release" // a process deleted a lock it did not own
+	Stuck          Kind = "stuck"           // at the end the lock is held by a dead or finished owner while stock remains
+	LostSales      Kind = "lost-sales"      // buyers turned away while stock remained
+	ReentryFailed  Kind = "reentry-failed"  // a nested acquire of a lock the caller already holds failed or blocked
+	Flood          Kind = "flood"           // more than FloodLimit Redis commands per confirmed order
+)
+
+// FloodLimit is the number of Redis commands per confirmed order above which a run floods Redis.
+const FloodLimit = 100
+
+// Kinds lists every violation kind in report order.
+var Kinds = []Kind{Overlap, Oversold, ForeignRelease, Stuck, LostSales, ReentryFailed, Flood}
+
+// Judges lists the kinds each scenario judges. A scenario judges only these, so its verdict does
+// not depend on side effects it was not built to provoke.
+var Judges = map[Scenario][]Kind{
+	Contention: {Overlap, Oversold, LostSales},
+	Error:      {Stuck},
+	Crash:      {Stuck},
+	Slow:       {Overlap, Oversold, ForeignRelease},
+	UnlockRace: {ForeignRelease},
+	Reentrant:  {ReentryFailed, Overlap},
+	Pause:      {Overlap, Oversold},
+	Failover:   {Overlap, Oversold},
+	Load:       {Flood},
+}
+
+// Describe says in a few words what a scenario does to the first lock holder.
+var Describe = map[Scenario]string{
+	Contention: "many buyers start together against small stock",
+	Error:      "the first holder's work returns an error",
+	Crash:      "the first holder's process dies inside the critical section",
+	Slow:       "the first holder's work takes ~3 × TTL, process alive",
+	UnlockRace: "the holder freezes just before the command that deletes its lock, for longer than the TTL",
+	Reentrant:  "the work calls a helper that takes the same lock again",
+	Pause:      "the holder freezes (stop-the-world) between reading and writing stock, ~3 × TTL",
+	Failover:   "the lock primary dies after the holder's lock write, before replication; replica promoted",
+	Load:       "buyers contend for a while; Redis commands per confirmed order are counted",
+}
+
+// ParseScenario returns the scenario with the given name.
+func ParseScenario(name string) (Scenario, bool) {
+	for _, s := range Scenarios {
+		if string(s) == name {
+			return s, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,92 @@
+// Package steps is the vocabulary every lockstep step shares: the Locker each step implements, the
+// Shop its order handler sells from, the Proc a step is built for, the scenarios that attack a step
+// and the violation kinds a referee judges. It holds no Redis code of its own: a step brings that.
+package steps
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Locker is one process's handle on named Redis locks: the articles' tryLock / releaseLock.
+//
+// Lock reports whether the caller now holds key. A non-blocking step answers false at once when
+// another process holds it; a blocking step waits inside Lock until it holds the key or ctx ends.
+// Unlock gives the key back. Hazard: what "holds" means is exactly what each step gets wrong in its
+// own way — a key that expired, or that another process took over, may still look held to the
+// caller.
+type Locker interface {
+	Lock(ctx context.Context, key string) (bool, error)
+	Unlock(ctx context.Context, key string) error
+}
+
+// Shop is what an order handler's critical section touches: one product's stock in the inventory
+// store. The stock is read, the business work is done, and the stock is written back
+// (GET, work, SET n-1) exactly as the articles do it, so a lock that lets two buyers in oversells.
+type Shop interface {
+	// LockKey is the name of the product's lock (the articles use the product id).
+	LockKey() string
+	// Stock reads the units on the shelf (GET).
+	Stock(ctx context.Context) (int, error)
+	// Work is the business work between reading and writing the stock. Hazard: it can fail,
+	// take longer than the lock's TTL, freeze the process or kill it; the lab's faults live here.
+	Work(ctx context.Context) error
+	// SetStock writes the stock back (SET). A nil error confirms the order: the unit is sold.
+	SetStock(ctx context.Context, n int) error
+}
+
+// Proc is what a step's constructor is given: one simulated process. A Locker belongs to exactly
+// one Proc, so a Locker's own fields play the part of Java's ThreadLocal in the articles.
+type Proc struct {
+	// ID names the process ("buyer-3"); the articles store the thread id as the lock's value.
+	ID string
+	// Redis is this process's own client to the lock server. Hazard: after a failover it talks
+	// to the promoted replica, which may never have seen this process's lock.
+	Redis *redis.Client
+	// TTL is the lease a step gives its lock, where it gives one.
+	TTL time.Duration
+	// Go starts a goroutine that belongs to the process (a watchdog). Its context ends when the
+	// process dies; a goroutine that ignores it outlives a crash, which a real process cannot.
+	Go func(func(ctx context.Context))
+}
+
+// Errors a step's handler or Locker returns. They all start with "steps:".
+var (
+	// ErrBusy: the lock is held by another process and this step does not wait.
+	ErrBusy = errors.New("steps: lock is busy, order refused")
+	// ErrSoldOut: the critical section found no stock left.
+	ErrSoldOut = errors.New("steps: sold out")
+	// ErrNotOwner: Unlock found the lock missing or held by another process, and left it alone.
+	ErrNotOwner = errors.New("steps: lock is not held by this process")
+)
+
+// Step describes one iteration of the lock as data: the lab's picker, the matrix and the tests all
+// read the same descriptor.
+type Step struct {
+	Slug    string // "04_atomic_ttl": the folder name, used in reports and -step flags
+	Number  int    // 4
+	Title   string // "SET NX PX: lock and TTL in one command"
+	Claim   string // the one-line promise this step makes
+	Article string // the article section it ports
+	Fixes   string // what this step changes
+	Breaks  string // what still breaks
+	Hint    string // how a learner can break it
+	Lesson  string // shown after it breaks
+	// BreakWith is the canned scenario that breaks this step, or "" if none on one Redis does.
+	BreakWith Scenario
+
+	// New builds the step's Locker for one process.
+	New func(p Proc) Locker
+	// Order is the step's order handler, written as that iteration writes it.
+	Order func(ctx context.Context, l Locker, s Shop) error
+	// Source holds the step's own files (lock.go, order.go, any .lua), for the lab's code pane.
+	Source fs.FS
+
+	// Expect is the violations each scenario must find: the row of DESIGN.md's matrix.
+	// A scenario missing from the map expects none.
+	Expect map[Scenario][]Kind
+}
