@@ -38,28 +38,31 @@ func newReferee(stock int) referee {
 
 // Overlap is a time two buyers were inside the critical section together.
 type Overlap struct {
-	A, B     int
-	From, To time.Duration
+	A    int           `json:"a"`
+	B    int           `json:"b"`
+	From time.Duration `json:"from_ns"` // since the arena started
+	To   time.Duration `json:"to_ns"`
 }
 
 // Foreign is a lock deleted by a process that did not own it.
 type Foreign struct {
-	By, Owner int
-	At        time.Duration
+	By    int           `json:"by"`
+	Owner int           `json:"owner"` // 0 if the referee did not see who created the lock
+	At    time.Duration `json:"at_ns"`
 }
 
 // Rejection is a buyer turned away while units remained.
 type Rejection struct {
-	Buyer int
-	Stock int
-	At    time.Duration
+	Buyer int           `json:"buyer"`
+	Stock int           `json:"stock"` // units on the shelf when it was turned away
+	At    time.Duration `json:"at_ns"`
 }
 
 // Reentry is a nested acquire that failed.
 type Reentry struct {
-	Buyer int
-	Why   string
-	At    time.Duration
+	Buyer int           `json:"buyer"`
+	Why   string        `json:"why"`
+	At    time.Duration `json:"at_ns"`
 }
 
 func (r *referee) announce(a *Arena, k steps.Kind, sentence string) {
@@ -99,7 +102,7 @@ func (r *referee) write(a *Arena, n, stock int) {
 	r.shelf = stock
 	a.emit(Event{Kind: EvWrite, Buyer: n, Stock: stock})
 	if over := r.confirmed - (r.initial - r.shelf); over > 0 {
-		r.announce(a, steps.Oversold, fmt.Sprintf("%d orders confirmed but only %d units left the shelf: %d oversold", r.confirmed, r.initial-r.shelf, over))
+		r.announce(a, steps.Oversold, oversoldSentence(r.confirmed, r.initial-r.shelf))
 	}
 	r.exit(a, n)
 }
@@ -167,9 +170,25 @@ func (f Foreign) String() string {
 }
 
 func (j Rejection) String() string {
-	return fmt.Sprintf("buyer %d was turned away while %d units were on the shelf", j.Buyer, j.Stock)
+	return fmt.Sprintf("buyer %d was turned away while %s on the shelf", j.Buyer, units(j.Stock))
 }
 
 func (e Reentry) String() string {
 	return fmt.Sprintf("buyer %d could not re-enter the lock it held: %s", e.Buyer, e.Why)
+}
+
+// units says "1 unit was" / "3 units were".
+func units(n int) string {
+	if n == 1 {
+		return "1 unit was"
+	}
+	return fmt.Sprintf("%d units were", n)
+}
+
+func oversoldSentence(confirmed, left int) string {
+	verb := "units left"
+	if left == 1 {
+		verb = "unit left"
+	}
+	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
 }

@@ -58,8 +58,7 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, held bool) *Rep
 		found[steps.Overlap] = r.overlaps[0].String()
 	}
 	if rep.Oversold > 0 {
-		found[steps.Oversold] = fmt.Sprintf("%d orders confirmed but only %d units left the shelf: %d oversold",
-			r.confirmed, r.initial-final, rep.Oversold)
+		found[steps.Oversold] = oversoldSentence(r.confirmed, r.initial-final)
 	}
 	if len(r.foreign) > 0 {
 		found[steps.ForeignRelease] = r.foreign[0].String()
@@ -67,7 +66,7 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, held bool) *Rep
 	if rep.Stuck {
 		who := "a finished or dead owner"
 		if r.owner != 0 {
-			who = fmt.Sprintf("buyer %d, which is no longer ordering", r.owner)
+			who = fmt.Sprintf("buyer %d, which is no longer ordering,", r.owner)
 		}
 		found[steps.Stuck] = fmt.Sprintf("the lock is still held by %s while %d units remain: nobody can buy them", who, final)
 	}
@@ -120,7 +119,7 @@ func (rep *Report) Headline() string {
 	}
 	s := rep.Explain[0].Sentence
 	if rep.Explain[0].Kind == steps.Overlap && rep.Oversold > 0 {
-		s += fmt.Sprintf("; %d units oversold", rep.Oversold)
+		s += fmt.Sprintf("; %d oversold", rep.Oversold)
 	}
 	return s
 }

@@ -1,0 +1,93 @@
+// Command lab is lockstep's front door: with no arguments it opens the terminal lab, where a
+// learner picks a step and breaks it; "run" plays one scenario headless and "matrix" plays them
+// all.
+//
+//	go run ./lab                                  the terminal lab
+//	go run ./lab run -step 04 -scenario slow      one scenario, its report in words (-json)
+//	go run ./lab matrix                           the steps × scenarios table (-json)
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// errUsage marks an error caused by bad input: exit status 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "lab:", unwrapUsage(err))
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "lab:", err)
+		os.Exit(1)
+	}
+}
+
+// run dispatches the command line.
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "run":
+			return runCmd(args[1:], stdout, stderr)
+		case "matrix":
+			return matrixCmd(args[1:], stdout, stderr)
+		case "help":
+			return run([]string{"-h"}, stdout, stderr)
+		}
+	}
+	return tuiCmd(args, stdout, stderr)
+}
+
+// usageError wraps a message as bad input.
+func usageError(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
+}
+
+func unwrapUsage(err error) string {
+	s := err.Error()
+	const p = "usage: "
+	if len(s) > len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
+
+// newFlags returns a flag set whose errors are returned, not printed and exited on.
+func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s\n\nflags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args, turning a bad flag into a one-line usage error.
+func parse(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	case err != nil:
+		return usageError("%v (see -h)", err)
+	case fs.NArg() > 0:
+		return usageError("unexpected argument %q (see -h)", fs.Arg(0))
+	}
+	return nil
+}
