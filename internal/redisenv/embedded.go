@@ -70,7 +70,7 @@ func (e *Embedded) primaryAddr() string {
 // LockOptions dials whichever instance is primary at dial time.
 func (e *Embedded) LockOptions() *redis.Options {
 	return &redis.Options{
-		Addr: "lock-primary",
+		Addr: e.primaryAddr(), // informational: the dialer below decides
 		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, network, e.primaryAddr())

@@ -180,6 +180,11 @@ func (a *Arena) trackLock(ctx context.Context, p *process, cmd redis.Cmder, next
 	case before && !after:
 		a.ref.foreignRelease(a, p.n)
 	}
+	if before && !after {
+		// A process that deletes the lock has left its critical section, even if its handler
+		// has not returned yet: the next holder may enter before it does.
+		a.ref.exit(a, p.n)
+	}
 	a.mu.Unlock()
 	if !before && after && a.failoverArmed {
 		a.failoverArmed = false
