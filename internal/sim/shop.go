@@ -87,7 +87,10 @@ func (s *shop) Work(ctx context.Context) error {
 		select {
 		case <-t.C:
 		case <-holdC:
+			// What the buyer waited for happened: it finishes its work, one more Work long,
+			// so the overlap it was held for is wide enough to see.
 			s.hold = nil
+			end = time.Now().Add(a.t.Work)
 		case <-p.poke:
 		case <-p.dead:
 			t.Stop()
