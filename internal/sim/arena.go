@@ -41,9 +41,12 @@ type Arena struct {
 
 	mu    sync.Mutex // guards the referee's state below and procs
 	procs []*process
-	wg    sync.WaitGroup // orders in flight
 	ref   referee
 }
+
+// LockName is the product lock's key under a run's prefix: the lock of a run on env is
+// env.Prefix() + LockName.
+const LockName = "lock:product:1001"
 
 // NewArena stocks the shelf and returns an arena ready for buyers.
 func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
@@ -57,7 +60,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		step:     cfg.Step,
 		env:      cfg.Env,
 		t:        cfg.Timing,
-		lockKey:  cfg.Env.Prefix() + "lock:product:1001",
+		lockKey:  cfg.Env.Prefix() + LockName,
 		stockKey: cfg.Env.Prefix() + "stock:product:1001",
 		onEvent:  cfg.OnEvent,
 		start:    time.Now(),
@@ -330,9 +333,8 @@ func (a *Arena) Report(ctx context.Context, sc steps.Scenario) *Report {
 	return a.ref.report(a, sc, final, held)
 }
 
-// Close waits for every order in flight, stops every process and removes the run's keys.
+// Close stops every process and removes the run's keys. Its caller has waited for the orders.
 func (a *Arena) Close() {
-	a.wg.Wait()
 	a.mu.Lock()
 	procs := a.procs
 	a.mu.Unlock()

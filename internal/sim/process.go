@@ -73,7 +73,7 @@ func (p *process) isDead() bool {
 	}
 }
 
-// crash kills the process: its context ends, its clients close, and its hook refuses every
+// crash kills the process: its context ends, its connections close, and its hook refuses every
 // command from now on.
 func (p *process) crash() {
 	p.mu.Lock()
@@ -84,6 +84,8 @@ func (p *process) crash() {
 	close(p.dead)
 	p.mu.Unlock()
 	p.kill()
+	p.lock.Close()
+	p.inv.Close()
 	p.a.emit(Event{Kind: EvCrashed, Buyer: p.n})
 	p.a.exit(p)
 }

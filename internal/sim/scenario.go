@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	}
 	cfg.Stock = pl.stock
 	cfg.Timing.Work *= time.Duration(pl.workX)
-	sig := newSignals(len(pl.buyers))
+	sig := newSignals()
 	user := cfg.OnEvent
 	cfg.OnEvent = func(e Event) {
 		sig.see(e)
@@ -160,7 +160,7 @@ type signals struct {
 	closed map[[2]any]bool
 }
 
-func newSignals(n int) *signals {
+func newSignals() *signals {
 	return &signals{chans: map[[2]any]chan struct{}{}, closed: map[[2]any]bool{}}
 }
 
