@@ -19,8 +19,9 @@ type Config struct {
 	Env    redisenv.Env
 	Timing Timing
 	Stock  int
-	// OnEvent, when set, receives every event as it happens, in order. It is called with the
-	// referee's lock held: it must return at once (hand the event to a channel or a queue).
+	// OnEvent, when set, receives every event as it happens. It is called from the buyers'
+	// goroutines, often with the referee's lock held: it must be safe for concurrent use and
+	// return at once (hand the event to a queue). Events of one buyer arrive in order.
 	OnEvent func(Event)
 }
 
