@@ -44,6 +44,8 @@ func Run(t *testing.T, st *steps.Step) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("stock %d → %d, %d orders confirmed, %d oversold, %.0f Redis commands per order",
+				rep.InitialStock, rep.FinalStock, rep.Confirmed, rep.Oversold, rep.CommandsPerOrder)
 			for _, f := range rep.Explain {
 				t.Run(string(f.Kind), func(t *testing.T) {
 					if strict {
