@@ -110,6 +110,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		procs[i] = a.addBuyer()
 	}
 	var wg sync.WaitGroup
+	ready := make(chan struct{}) // buyers that start together wait here until all are spawned
 	for i, b := range pl.buyers {
 		p := procs[i]
 		if b.fault != FaultNone {
@@ -122,6 +123,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-ready
 			if i > 0 && !pl.together {
 				select {
 				case <-sig.anchor():
@@ -145,6 +147,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 			}
 		}()
 	}
+	close(ready)
 	wg.Wait()
 	return a.Report(context.WithoutCancel(ctx), sc), nil
 }
