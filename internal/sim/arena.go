@@ -183,6 +183,9 @@ func (a *Arena) trackLock(ctx context.Context, p *process, cmd redis.Cmder, next
 		a.emit(Event{Kind: EvReleased, Buyer: p.n})
 	case before && !after:
 		a.ref.foreignRelease(a, p.n)
+	case before && after && a.ref.owner != p.n && a.ref.waits[p.n] != p.order:
+		a.ref.waits[p.n] = p.order
+		a.emit(Event{Kind: EvWaiting, Buyer: p.n, Other: a.ref.owner})
 	}
 	if before && !after {
 		// A process that deletes the lock has left its critical section, even if its handler

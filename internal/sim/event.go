@@ -22,6 +22,7 @@ const (
 	EvForeign   EventKind = "foreign"   // Buyer deleted the lock of Other
 	EvExpired   EventKind = "expired"   // Other's lock ran out (seen at the next lock command)
 	EvLost      EventKind = "lost"      // Other's lock vanished in a failover
+	EvWaiting   EventKind = "waiting"   // Buyer's lock command found the lock held by Other (once an order)
 	EvEnter     EventKind = "enter"     // Buyer read the stock (Stock): it is inside
 	EvWrite     EventKind = "write"     // Buyer wrote the stock (Stock): its order is confirmed
 	EvExit      EventKind = "exit"      // Buyer left the critical section

@@ -35,6 +35,13 @@ type process struct {
 	inWork bool
 	wrote  bool // the current order has written the stock: its next delete is the unlock
 	order  int  // orders started
+
+	// witness, set by a scripted scenario, closes when the buyer its fault is staged for has
+	// entered the critical section, found the lock taken, or finished. A slow, paused or frozen
+	// holder is not back before that (or before witnessCap after its fault began), so the
+	// interleaving a scenario forces does not depend on how fast the machine runs.
+	witness    <-chan struct{}
+	witnessCap time.Duration
 }
 
 func newProcess(a *Arena, n int) *process {
@@ -164,6 +171,25 @@ func (p *process) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// outlast waits, once a fault's own time is over, until the witness has acted or the cap since
+// the fault began has passed.
+func (p *process) outlast(ctx context.Context, began time.Time) error {
+	if p.witness == nil {
+		return nil
+	}
+	t := time.NewTimer(time.Until(began.Add(p.witnessCap)))
+	defer t.Stop()
+	select {
+	case <-p.witness:
+	case <-t.C:
+	case <-p.dead:
+		return ErrCrashed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
 // arm sets the fault that waits for its moment in this process, and wakes its work if it is in it.
 func (p *process) arm(f Fault) {
 	p.mu.Lock()
@@ -216,13 +242,21 @@ func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			// processing: they are part of that command's round trip.
 			return next(ctx, cmd)
 		}
+		var froze time.Time
 		if h.lock && p.deletesLock(cmd) && p.take(FaultUnlockRace) == FaultUnlockRace {
 			p.a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: string(FaultUnlockRace) + ": frozen just before " + p.a.label(cmd, true)})
+			froze = time.Now()
 			p.freeze(p.a.unlockFreeze())
 		}
 		if err := p.awaitThaw(ctx); err != nil {
 			cmd.SetErr(err)
 			return err
+		}
+		if !froze.IsZero() {
+			if err := p.outlast(ctx, froze); err != nil {
+				cmd.SetErr(err)
+				return err
+			}
 		}
 		if err := p.sleep(ctx, p.a.t.RTT); err != nil {
 			cmd.SetErr(err)

@@ -20,6 +20,7 @@ type referee struct {
 
 	inside   map[int]time.Duration // buyer → when it entered
 	enters   map[int]int           // buyer → the order number it last entered in
+	waits    map[int]int           // buyer → the order number it last found the lock taken in
 	open     map[[2]int]time.Duration
 	overlaps []Overlap
 	foreign  []Foreign
@@ -31,7 +32,7 @@ type referee struct {
 func newReferee(stock int) referee {
 	return referee{
 		initial: stock, shelf: stock,
-		inside: map[int]time.Duration{}, enters: map[int]int{},
+		inside: map[int]time.Duration{}, enters: map[int]int{}, waits: map[int]int{},
 		open: map[[2]int]time.Duration{}, told: map[steps.Kind]bool{},
 	}
 }

@@ -16,6 +16,10 @@ type buyerPlan struct {
 	holdBy int           // stay inside after the work until this buyer's event below (capped)
 	until  EventKind     // EvEnter or EvDone of holdBy
 	repeat bool          // keep ordering (retrying after a refusal) while stock remains
+	// witness: this buyer's fault does not end before that buyer has entered, found the lock
+	// taken, or finished (see process.witness); the fault gives up waiting after witnessCap.
+	witness    int
+	witnessCap time.Duration
 }
 
 // plan is a scripted scenario, in units of the arena's Timing. Each forces its bad interleaving on
@@ -48,11 +52,17 @@ func planFor(sc steps.Scenario, t Timing) plan {
 	case steps.Slow, steps.Pause:
 		// The holder is away for 3 TTL. The second buyer comes 0.6 TTL before it is back: the lock
 		// expired long ago, and the second buyer's own lease outlasts the holder's return by 0.4 TTL.
-		p.buyers = []buyerPlan{one(faultOf(sc)), held(12 * T / 5)}
+		// The holder is not back before the second buyer got in or found the lock taken.
+		first := one(faultOf(sc))
+		first.witness, first.witnessCap = 2, 6*T
+		p.buyers = []buyerPlan{first, held(12 * T / 5)}
 	case steps.UnlockRace:
 		// The holder writes at W, checks its lock, and freezes for 1.8 TTL before deleting it. The
-		// second buyer comes 0.3 TTL after the holder's lease ended and 0.5 TTL before the delete.
-		p.buyers = []buyerPlan{one(FaultUnlockRace), held(W + 13*T/10)}
+		// second buyer comes 0.3 TTL after the holder's lease ended and 0.5 TTL before the delete;
+		// the holder stays frozen until the second buyer got in or found the lock taken.
+		first := one(FaultUnlockRace)
+		first.witness, first.witnessCap = 2, 4*T
+		p.buyers = []buyerPlan{first, held(W + 13*T/10)}
 	case steps.Reentrant:
 		p.buyers = []buyerPlan{one(FaultReentrant), later(T / 10), later(T / 5)}
 	case steps.Failover:
@@ -115,6 +125,9 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		p := procs[i]
 		if b.fault != FaultNone {
 			p.arm(b.fault)
+		}
+		if b.witness != 0 {
+			p.witness, p.witnessCap = sig.get(b.witness, "settled"), b.witnessCap
 		}
 		var hold <-chan struct{}
 		if b.holdBy != 0 {
@@ -182,7 +195,8 @@ func (s *signals) get(buyer int, k EventKind) <-chan struct{} {
 	return c
 }
 
-// anchor closes when the first buyer enters the critical section or finishes without entering.
+// anchor closes when the first buyer enters the critical section or finishes without entering;
+// (n, "settled") closes when buyer n has entered, found the lock taken, or finished.
 func (s *signals) anchor() <-chan struct{} { return s.get(1, "anchor") }
 
 func (s *signals) see(e Event) {
@@ -199,11 +213,17 @@ func (s *signals) see(e Event) {
 		close(c)
 		s.closed[key] = true
 	}
-	if e.Kind != EvEnter && e.Kind != EvDone {
+	switch e.Kind {
+	case EvEnter, EvDone, EvWaiting:
+	default:
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	fire("settled")
+	if e.Kind == EvWaiting {
+		return
+	}
 	fire(e.Kind)
 	if e.Buyer == 1 {
 		fire("anchor")

@@ -50,6 +50,7 @@ func (s *shop) Work(ctx context.Context) error {
 	}()
 	start := time.Now()
 	end := start.Add(a.t.Work)
+	var faulted time.Time // when a slow or pause fault began
 	for {
 		switch f := p.take(FaultError, FaultCrash, FaultSlow, FaultPause, FaultReentrant); f {
 		case FaultError:
@@ -61,9 +62,11 @@ func (s *shop) Work(ctx context.Context) error {
 			return ErrCrashed
 		case FaultSlow:
 			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "slow: the work takes 3 × TTL"})
-			end = time.Now().Add(3 * a.t.TTL)
+			faulted = time.Now()
+			end = faulted.Add(3 * a.t.TTL)
 		case FaultPause:
 			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "pause: the process stops the world for 3 × TTL"})
+			faulted = time.Now()
 			p.freeze(3 * a.t.TTL)
 		case FaultReentrant:
 			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "reentrant: the work calls a helper that takes the same lock"})
@@ -81,7 +84,10 @@ func (s *shop) Work(ctx context.Context) error {
 		case s.hold != nil && time.Now().Before(holdUntil):
 			until, holdC = holdUntil, s.hold
 		default:
-			return p.awaitThaw(ctx)
+			if err := p.awaitThaw(ctx); err != nil || faulted.IsZero() {
+				return err
+			}
+			return p.outlast(ctx, faulted)
 		}
 		t := time.NewTimer(time.Until(until))
 		select {
