@@ -10,13 +10,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Env is one run's Redis topology.
 type Env interface {
-	// Backend names the backend ("embedded").
+	// Backend names the backend ("embedded", "server" or "url").
 	Backend() string
 	// Prefix is the run's key prefix; a run reads and writes no key outside it.
 	Prefix() string
@@ -43,13 +44,19 @@ type Env interface {
 	Close() error
 }
 
-// Open starts the backend named by name ("" or "embedded").
+// Open starts the backend named by name: "" or "embedded" (in-process miniredis), "server"
+// (redis-server processes from PATH), or a "redis://host:port[/db]" / "rediss://…" URL of an
+// existing server.
 func Open(name string) (Env, error) {
-	switch name {
-	case "", "embedded":
+	switch {
+	case name == "" || name == "embedded":
 		return NewEmbedded()
+	case name == "server":
+		return NewServer()
+	case strings.HasPrefix(name, "redis://") || strings.HasPrefix(name, "rediss://"):
+		return NewURL(name)
 	default:
-		return nil, fmt.Errorf("redisenv: unknown backend %q (want embedded)", name)
+		return nil, fmt.Errorf("redisenv: unknown backend %q (want embedded, server or redis://host:port[/db]; container is not available yet)", name)
 	}
 }
 

@@ -1,0 +1,170 @@
+package redisenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// URL is the backend of an existing Redis server (redis://host:port[/db] or rediss://…): the lock
+// server and the inventory are that one node, so it cannot fail over. A run reads and writes only
+// keys under its prefix, and Close deletes those with SCAN MATCH + DEL.
+//
+// Hazard: the server is shared with whatever else uses it. Never point it at a server whose
+// keyspace could hold keys under "lockstep:"; Close deletes every key under the run's prefix.
+type URL struct {
+	prefix  string
+	shown   string // the URL without its password, for messages
+	opts    *redis.Options
+	admin   *redis.Client
+	cleaned sync.Once
+	err     error
+}
+
+// reachTimeout bounds the PING that checks the server is there.
+const reachTimeout = 2 * time.Second
+
+// NewURL connects to the server raw names and checks with PING (2 s) that it answers.
+func NewURL(raw string) (*URL, error) {
+	shown := raw
+	if u, err := url.Parse(raw); err == nil {
+		shown = u.Redacted()
+	}
+	opts, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, fmt.Errorf("redisenv: bad Redis URL %s: %v", shown, oneLine(err))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reachTimeout)
+	defer cancel()
+	// A plain dial first: go-redis would retry a refused dial and log each failure.
+	network := opts.Network
+	if network == "" {
+		network = "tcp"
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("redisenv: cannot reach %s: %v", shown, oneLine(err))
+	}
+	c.Close()
+	u := &URL{prefix: newPrefix(), shown: shown, opts: opts}
+	u.admin = redis.NewClient(u.options())
+	if err := u.admin.Ping(ctx).Err(); err != nil {
+		u.admin.Close()
+		return nil, fmt.Errorf("redisenv: cannot reach %s: %v", shown, oneLine(err))
+	}
+	register(u)
+	return u, nil
+}
+
+// oneLine flattens an error message to one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// options returns a fresh copy of the parsed options.
+func (u *URL) options() *redis.Options {
+	o := *u.opts
+	if o.TLSConfig != nil {
+		o.TLSConfig = o.TLSConfig.Clone()
+	}
+	return &o
+}
+
+// Backend returns "url".
+func (u *URL) Backend() string { return "url" }
+
+// Prefix returns the run's key prefix.
+func (u *URL) Prefix() string { return u.prefix }
+
+// LockOptions configures a client of the server.
+func (u *URL) LockOptions() *redis.Options { return u.options() }
+
+// InventoryOptions configures a client of the same server: the inventory shares it with the lock.
+func (u *URL) InventoryOptions() *redis.Options { return u.options() }
+
+// LockHook is nil.
+func (u *URL) LockHook() redis.Hook { return nil }
+
+// Admin is an uncounted client of the server.
+func (u *URL) Admin() *redis.Client { return u.admin }
+
+// Exists sends EXISTS on the admin client.
+func (u *URL) Exists(ctx context.Context, key string) (bool, error) {
+	n, err := u.admin.Exists(ctx, key).Result()
+	return n > 0, err
+}
+
+// CanFailover is false: one node has no replica to promote.
+func (u *URL) CanFailover() bool { return false }
+
+// HoldReplication does nothing: there is no replication to hold.
+func (u *URL) HoldReplication() {}
+
+// Failover refuses: killing a server the lab does not own is not the lab's to do.
+func (u *URL) Failover(context.Context) error {
+	return errors.New("redisenv: the url backend is a single existing server; it cannot fail over")
+}
+
+// Close deletes every key under the run's prefix (SCAN MATCH, then DEL; never KEYS or FLUSH) and
+// closes the admin client. It may be called more than once.
+func (u *URL) Close() error {
+	u.cleaned.Do(func() {
+		unregister(u)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		u.err = DeletePrefix(ctx, u.admin, u.prefix)
+		u.admin.Close()
+	})
+	return u.err
+}
+
+// DeletePrefix deletes every key of c's database whose name starts with prefix, by SCAN MATCH and
+// DEL in batches. Hazard: a key written under prefix while it runs may survive.
+func DeletePrefix(ctx context.Context, c *redis.Client, prefix string) error {
+	if prefix == "" {
+		return errors.New("redisenv: refusing to delete keys under an empty prefix")
+	}
+	pattern := globEscape(prefix) + "*"
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, pattern, 1000).Result()
+		if err != nil {
+			return fmt.Errorf("redisenv: scanning %s*: %w", prefix, err)
+		}
+		var mine []string
+		for _, k := range keys {
+			if strings.HasPrefix(k, prefix) { // belt and braces over the glob
+				mine = append(mine, k)
+			}
+		}
+		if len(mine) > 0 {
+			if err := c.Del(ctx, mine...).Err(); err != nil {
+				return fmt.Errorf("redisenv: deleting keys under %s: %w", prefix, err)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+// globEscape escapes the characters SCAN MATCH treats as a pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\', '^', '-':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,193 @@
+package redisenv_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+	"github.com/redis/go-redis/v9"
+)
+
+// snapshot is what a key looked like: its DUMP and its PTTL.
+type snapshot struct {
+	dump string
+	pttl time.Duration
+}
+
+// bystanders writes keys that belong to someone else into c's database.
+func bystanders(t *testing.T, ctx context.Context, c *redis.Client) {
+	t.Helper()
+	p := c.Pipeline()
+	p.Set(ctx, "user:1", "alice", 0)
+	p.Set(ctx, "lockstep", "a key named like the lab, outside its prefix", 0)
+	p.Set(ctx, "lockstepper:1", "a neighbour of the prefix", 0)
+	p.Set(ctx, "lockstep-run:1", "another neighbour", 0)
+	p.Set(ctx, "session:abc", "token", time.Minute)
+	p.HSet(ctx, "cart:9", "sku", "1001", "qty", "2")
+	p.PExpire(ctx, "cart:9", 90*time.Second)
+	p.RPush(ctx, "queue:mail", "a", "b", "c")
+	p.SAdd(ctx, "tags", "x", "y")
+	p.ZAdd(ctx, "scores", redis.Z{Score: 1, Member: "bob"})
+	p.Set(ctx, "stock:product:1001", "42", 0) // the arena's key name, without the prefix
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshotAll DUMPs every key of c's database.
+func snapshotAll(t *testing.T, ctx context.Context, c *redis.Client) map[string]snapshot {
+	t.Helper()
+	out := map[string]snapshot{}
+	iter := c.Scan(ctx, 0, "*", 100).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		d, err := c.Dump(ctx, k).Result()
+		if err != nil {
+			t.Fatalf("DUMP %s: %v", k, err)
+		}
+		out[k] = snapshot{dump: d, pttl: c.PTTL(ctx, k).Val()}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestURLLeavesOtherKeysAlone runs the arena on the url backend against a server that holds
+// someone else's keys, in the same database and in another one, and checks that after Close
+// those keys are byte-identical, their TTLs only ran down, and no "lockstep:" key is left.
+func TestURLLeavesOtherKeysAlone(t *testing.T) {
+	srv := openServer(t)
+	addr := srv.InventoryOptions().Addr
+	ctx := context.Background()
+	db0 := redis.NewClient(&redis.Options{Addr: addr})
+	db3 := redis.NewClient(&redis.Options{Addr: addr, DB: 3})
+	defer db0.Close()
+	defer db3.Close()
+	bystanders(t, ctx, db0)
+	bystanders(t, ctx, db3)
+	before0, before3 := snapshotAll(t, ctx, db0), snapshotAll(t, ctx, db3)
+	start := time.Now()
+
+	for _, slug := range []string{"04_atomic_ttl", "09_lua_unlock"} {
+		st, err := catalog.Find(slug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sc := range steps.Scenarios {
+			env, err := redisenv.Open("redis://" + addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env.Backend() != "url" || env.CanFailover() {
+				t.Fatalf("backend %q, CanFailover %v", env.Backend(), env.CanFailover())
+			}
+			rep, err := sim.Run(ctx, sim.Config{Step: st, Env: env}, sc)
+			switch {
+			case sc == steps.Failover:
+				if err == nil {
+					t.Errorf("%s: the failover scenario must refuse a single node", slug)
+				}
+			case err != nil:
+				t.Errorf("%s under %s: %v", slug, sc, err)
+			default:
+				want := st.Expect[sc]
+				if want == nil {
+					want = []steps.Kind{}
+				}
+				if !slices.Equal(rep.Violations, want) {
+					t.Errorf("%s under %s on the url backend: found %v, the matrix expects %v", slug, sc, rep.Violations, want)
+				}
+			}
+			// Leave more keys than one SCAN page behind, the way a run that died might.
+			if sc == steps.Contention {
+				p := db0.Pipeline()
+				for i := range 2500 {
+					p.Set(ctx, fmt.Sprintf("%sleftover:%d", env.Prefix(), i), i, 0)
+				}
+				p.HSet(ctx, env.Prefix()+"leftover:hash", "f", "v")
+				p.Set(ctx, env.Prefix()+"leftover:ttl", "v", time.Hour)
+				if _, err := p.Exec(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := env.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		}
+	}
+
+	elapsed := time.Since(start)
+	for name, pair := range map[string]struct {
+		c      *redis.Client
+		before map[string]snapshot
+	}{"db 0": {db0, before0}, "db 3": {db3, before3}} {
+		after := snapshotAll(t, ctx, pair.c)
+		for k := range after {
+			if strings.HasPrefix(k, "lockstep:") {
+				t.Errorf("%s: key %q is left behind", name, k)
+			}
+		}
+		for k, b := range pair.before {
+			a, ok := after[k]
+			switch {
+			case !ok:
+				t.Errorf("%s: bystander key %q was deleted", name, k)
+			case a.dump != b.dump:
+				t.Errorf("%s: bystander key %q changed", name, k)
+			case b.pttl < 0 && a.pttl != b.pttl:
+				t.Errorf("%s: bystander key %q: PTTL %v, was %v", name, k, a.pttl, b.pttl)
+			case b.pttl >= 0 && (a.pttl > b.pttl || a.pttl < b.pttl-elapsed-100*time.Millisecond):
+				t.Errorf("%s: bystander key %q: PTTL %v, was %v %v ago", name, k, a.pttl, b.pttl, elapsed)
+			}
+		}
+		if len(after) != len(pair.before) {
+			t.Errorf("%s: %d keys before, %d after", name, len(pair.before), len(after))
+		}
+	}
+}
+
+// TestURLUnreachable checks that a URL nobody answers fails Open at once, in one line, without
+// the password.
+func TestURLUnreachable(t *testing.T) {
+	start := time.Now()
+	_, err := redisenv.Open("redis://lab:s3cret@127.0.0.1:1/0")
+	if err == nil {
+		t.Fatal("Open of an unreachable server succeeded")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || strings.Contains(msg, "s3cret") || !strings.Contains(msg, "cannot reach") {
+		t.Errorf("want one line without the password, got %q", msg)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Open took %v to give up", d)
+	}
+	t.Log(msg)
+	if _, err := redisenv.Open("redis://127.0.0.1:notaport"); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a bad URL should fail with one line, got %v", err)
+	}
+}
+
+// TestURLFailoverRefuses checks that the single-node backend never pretends to fail over.
+func TestURLFailoverRefuses(t *testing.T) {
+	srv := openServer(t)
+	env, err := redisenv.Open("redis://" + srv.InventoryOptions().Addr + "/2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	env.HoldReplication()
+	if err := env.Failover(context.Background()); err == nil {
+		t.Error("Failover on the url backend should return an error")
+	}
+	if env.Admin().Ping(context.Background()).Err() != nil {
+		t.Error("the server should still answer after a refused failover")
+	}
+}
