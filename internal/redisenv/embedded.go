@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 
 	"github.com/alicebob/miniredis/v2"
@@ -86,11 +87,29 @@ func (e *Embedded) InventoryOptions() *redis.Options {
 // Admin is an uncounted client of the current lock primary.
 func (e *Embedded) Admin() *redis.Client { return e.admin }
 
-// Exists asks the primary directly, without a network round trip.
-func (e *Embedded) Exists(ctx context.Context, key string) (bool, error) {
+// Value asks the primary directly, without a network round trip: a string's value, or a hash's
+// fields and values in order, prefixed by the key's type.
+func (e *Embedded) Value(ctx context.Context, key string) (string, bool, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.primary.Exists(key), nil
+	m := e.primary
+	e.mu.Unlock()
+	switch t := m.Type(key); t {
+	case "":
+		return "", false, nil
+	case "string":
+		v, err := m.Get(key)
+		return "string:" + v, true, err
+	case "hash":
+		fields, err := m.HKeys(key)
+		var b strings.Builder
+		b.WriteString("hash:")
+		for _, f := range fields {
+			b.WriteString(f + "=" + m.HGet(key, f) + ";")
+		}
+		return b.String(), true, err
+	default:
+		return t, true, nil
+	}
 }
 
 // LockHook replays every command the primary answered on the replica, in the primary's order,

@@ -29,9 +29,10 @@ type Env interface {
 	// LockHook, when not nil, must be added to every lock-server client (the embedded backend
 	// feeds its replica through it).
 	LockHook() redis.Hook
-	// Exists tells whether key exists on the current lock primary, without counting as a
-	// process's command.
-	Exists(ctx context.Context, key string) (bool, error)
+	// Value reads key on the current lock primary, without counting as a process's command: an
+	// opaque fingerprint of its value (equal values give equal fingerprints) and whether it
+	// exists. Hazard: a key can expire between two reads; compare fingerprints, not existence.
+	Value(ctx context.Context, key string) (string, bool, error)
 	// Admin is an uncounted client of the current lock primary, for the referee and the lab.
 	Admin() *redis.Client
 	// CanFailover reports whether the lock server has a replica to promote.
@@ -84,4 +85,13 @@ func Handshake(cmds ...redis.Cmder) bool {
 		}
 	}
 	return len(cmds) > 0
+}
+
+// dumpValue fingerprints key by its DUMP serialization; a missing key is not an error.
+func dumpValue(ctx context.Context, c *redis.Client, key string) (string, bool, error) {
+	v, err := c.Dump(ctx, key).Result()
+	if err == redis.Nil {
+		return "", false, nil
+	}
+	return v, err == nil, err
 }

@@ -307,10 +307,9 @@ func (s *Server) LockHook() redis.Hook { return nil }
 // Admin is an uncounted client of the current lock primary.
 func (s *Server) Admin() *redis.Client { return s.admin }
 
-// Exists sends EXISTS to the current primary on the admin client: one loopback round trip.
-func (s *Server) Exists(ctx context.Context, key string) (bool, error) {
-	n, err := s.admin.Exists(ctx, key).Result()
-	return n > 0, err
+// Value reads key with DUMP on the admin client: the serialized value is the fingerprint.
+func (s *Server) Value(ctx context.Context, key string) (string, bool, error) {
+	return dumpValue(ctx, s.admin, key)
 }
 
 // CanFailover is true: the server lock primary always starts with a replica.

@@ -63,7 +63,7 @@ func TestServerFailoverLosesHeldWrite(t *testing.T) {
 	if err := c.Set(ctx, second, "2", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.Exists(ctx, second); err != nil || !ok {
+	if _, ok, err := s.Value(ctx, second); err != nil || !ok {
 		t.Fatalf("before the failover the primary must have the second key: %v %v", ok, err)
 	}
 	before := s.Pids()
@@ -75,10 +75,10 @@ func TestServerFailoverLosesHeldWrite(t *testing.T) {
 	if len(s.Pids()) != len(before)-1 {
 		t.Errorf("the primary should be dead: pids %v, then %v", before, s.Pids())
 	}
-	if ok, err := s.Exists(ctx, first); err != nil || !ok {
+	if _, ok, err := s.Value(ctx, first); err != nil || !ok {
 		t.Errorf("the promoted replica lost the write made before the hold: exists=%v err=%v", ok, err)
 	}
-	if ok, err := s.Exists(ctx, second); err != nil || ok {
+	if _, ok, err := s.Value(ctx, second); err != nil || ok {
 		t.Errorf("the promoted replica has the write made after the hold: exists=%v err=%v", ok, err)
 	}
 	// The old client follows the new primary on its own.

@@ -96,10 +96,9 @@ func (u *URL) LockHook() redis.Hook { return nil }
 // Admin is an uncounted client of the server.
 func (u *URL) Admin() *redis.Client { return u.admin }
 
-// Exists sends EXISTS on the admin client.
-func (u *URL) Exists(ctx context.Context, key string) (bool, error) {
-	n, err := u.admin.Exists(ctx, key).Result()
-	return n > 0, err
+// Value reads key with DUMP on the admin client: the serialized value is the fingerprint.
+func (u *URL) Value(ctx context.Context, key string) (string, bool, error) {
+	return dumpValue(ctx, u.admin, key)
 }
 
 // CanFailover is false: one node has no replica to promote.

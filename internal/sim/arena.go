@@ -149,13 +149,17 @@ func (a *Arena) label(cmd redis.Cmder, lock bool) string {
 	return name
 }
 
-// trackLock runs one lock-server command of p with the lock's owner checked before and after it,
-// so the referee knows who created the lock and who deleted it. It is also where an armed failover
-// holds the replication back before a lock is written, and fails over right after.
+// trackLock runs one lock-server command of p with the lock's value read before and after it, so
+// the referee knows who created the lock, who changed it and who deleted it. It is also where an
+// armed failover holds the replication back before a lock is written, and fails over right after.
+//
+// Hazard: a lock can expire in the instant between the read and the command. The referee then
+// sees the value change hands (not "still held") and reads a DEL or script that answered 0 as
+// deleting nothing, so an expiry is never mistaken for a takeover or a foreign release.
 func (a *Arena) trackLock(ctx context.Context, p *process, cmd redis.Cmder, next redis.ProcessHook) error {
 	a.lockMu.Lock()
 	defer a.lockMu.Unlock()
-	before, err := a.env.Exists(ctx, a.lockKey)
+	vb, before, err := a.env.Value(ctx, a.lockKey)
 	if err != nil {
 		return next(ctx, cmd)
 	}
@@ -169,23 +173,34 @@ func (a *Arena) trackLock(ctx context.Context, p *process, cmd redis.Cmder, next
 		a.env.HoldReplication()
 	}
 	err = next(ctx, cmd)
-	after, xerr := a.env.Exists(ctx, a.lockKey)
+	va, after, xerr := a.env.Value(ctx, a.lockKey)
 	if xerr != nil {
 		return err
 	}
 	a.mu.Lock()
+	owner := a.ref.owner
 	switch {
-	case !before && after:
+	case after && (!before || va != vb) && owner != p.n:
+		if before && owner != 0 {
+			// The value changed hands under one command: the old lock expired first.
+			a.emit(Event{Kind: EvExpired, Other: owner})
+		}
 		a.ref.owner = p.n
 		a.emit(Event{Kind: EvAcquired, Buyer: p.n})
-	case before && !after && a.ref.owner == p.n:
+	case before && !after && deletedNothing(cmd):
+		// It expired just before this command, which found nothing to delete.
+		a.ref.owner = 0
+		if owner != 0 {
+			a.emit(Event{Kind: EvExpired, Other: owner})
+		}
+	case before && !after && owner == p.n:
 		a.ref.owner = 0
 		a.emit(Event{Kind: EvReleased, Buyer: p.n})
 	case before && !after:
 		a.ref.foreignRelease(a, p.n)
-	case before && after && a.ref.owner != p.n && a.ref.waits[p.n] != p.order:
+	case before && after && va == vb && owner != p.n && a.ref.waits[p.n] != p.order:
 		a.ref.waits[p.n] = p.order
-		a.emit(Event{Kind: EvWaiting, Buyer: p.n, Other: a.ref.owner})
+		a.emit(Event{Kind: EvWaiting, Buyer: p.n, Other: owner})
 	}
 	if before && !after {
 		// A process that deletes the lock has left its critical section, even if its handler
@@ -200,13 +215,26 @@ func (a *Arena) trackLock(ctx context.Context, p *process, cmd redis.Cmder, next
 	return err
 }
 
+// deletedNothing reports whether cmd answered the integer 0, as DEL and a compare-and-delete
+// script do when there was nothing of theirs to delete.
+func deletedNothing(cmd redis.Cmder) bool {
+	switch c := cmd.(type) {
+	case *redis.IntCmd:
+		return c.Err() == nil && c.Val() == 0
+	case *redis.Cmd:
+		n, err := c.Int64()
+		return err == nil && n == 0
+	}
+	return false
+}
+
 // failover kills the lock primary and promotes the replica; the caller holds lockMu.
 func (a *Arena) failover(ctx context.Context) {
 	if err := a.env.Failover(ctx); err != nil {
 		a.emit(Event{Kind: EvFailover, Detail: "failed: " + err.Error()})
 		return
 	}
-	still, _ := a.env.Exists(ctx, a.lockKey)
+	_, still, _ := a.env.Value(ctx, a.lockKey)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.ref.failedOver = true
@@ -331,7 +359,7 @@ func (a *Arena) Report(ctx context.Context, sc steps.Scenario) *Report {
 	if err != nil {
 		final = -1
 	}
-	held, _ := a.env.Exists(ctx, a.lockKey)
+	_, held, _ := a.env.Value(ctx, a.lockKey)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.ref.report(a, sc, final, held)

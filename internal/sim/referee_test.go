@@ -138,3 +138,24 @@ func TestRefereeStuckAndExpiry(t *testing.T) {
 		t.Fatalf("an expired lock was judged stuck")
 	}
 }
+
+// TestRefereeFollowsValueNotExistence: buyer 2 overwrites the lock buyer 1 holds (the key never
+// stops existing); the referee must see the lock change hands by its value, so buyer 1's DEL
+// afterwards deletes buyer 2's lock.
+func TestRefereeFollowsValueNotExistence(t *testing.T) {
+	ctx := context.Background()
+	a, p1, p2 := newTestArena(t, 5)
+	if err := p1.lock.SetNX(ctx, a.lockKey, "buyer-1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.lock.Set(ctx, a.lockKey, "buyer-2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.lock.Del(ctx, a.lockKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep := a.Report(ctx, steps.Slow)
+	if len(rep.ForeignReleases) != 1 || rep.ForeignReleases[0].By != 1 || rep.ForeignReleases[0].Owner != 2 {
+		t.Fatalf("want buyer 1 deleting buyer 2's lock, got %+v", rep.ForeignReleases)
+	}
+}
