@@ -13,13 +13,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
 )
 
 // errUsage marks an error caused by bad input: exit status 2.
 var errUsage = errors.New("usage")
 
 func main() {
+	defer redisenv.CloseAll()
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil {
+		redisenv.CloseAll()
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
@@ -37,8 +45,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "run":
+			stopOnSignal()
 			return runCmd(args[1:], stdout, stderr)
 		case "matrix":
+			stopOnSignal()
 			return matrixCmd(args[1:], stdout, stderr)
 		case "help":
 			return run([]string{"-h"}, stdout, stderr)
@@ -90,4 +100,18 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return usageError("unexpected argument %q (see -h)", fs.Arg(0))
 	}
 	return nil
+}
+
+// stopOnSignal makes Ctrl-C (or a SIGTERM) during a headless command stop every Redis the lab
+// started and remove its keys before the process exits with status 130. Hazard: the terminal lab
+// must not use it — Bubble Tea reads Ctrl-C as a key and restores the terminal itself.
+func stopOnSignal() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		redisenv.CloseAll()
+		fmt.Fprintln(os.Stderr, "lab: interrupted; every Redis the lab started is stopped")
+		os.Exit(130)
+	}()
 }
