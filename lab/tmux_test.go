@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// tmuxLab runs the real lab binary in a detached tmux session on a private server, the way a
+// person runs it in a terminal.
+type tmuxLab struct {
+	t      *testing.T
+	socket string
+	name   string
+}
+
+var (
+	tmuxSeq   int // tests of this process that started a tmux server
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+	buildOut  []byte
+)
+
+// buildLab builds the lab binary once for all tests (TestMain removes it).
+func buildLab(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "lockstep-lab-"); buildErr != nil {
+			return
+		}
+		buildOut, buildErr = exec.Command("go", "build", "-o", filepath.Join(buildDir, "lab"), ".").CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
+	}
+	return filepath.Join(buildDir, "lab")
+}
+
+func needTmux(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tmux is not installed, and CI must run the tmux test (apt-get install tmux)")
+		}
+		t.Skip("tmux is not installed: the test that drives the real binary in a terminal is skipped")
+	}
+}
+
+func startTmux(t *testing.T, bin string, w, h string, args ...string) *tmuxLab {
+	t.Helper()
+	tmuxSeq++
+	l := &tmuxLab{t: t, socket: fmt.Sprintf("lockstep-test-%d-%d", os.Getpid(), tmuxSeq), name: "lab"}
+	// After the lab exits, the pane shows its exit status and stays, like a shell would.
+	cmd := strings.Join(append([]string{bin}, args...), " ") + "; echo LAB-EXITED=$?; sleep 60"
+	l.tmux("new-session", "-d", "-s", l.name, "-x", w, "-y", h, "sh", "-c", cmd)
+	t.Cleanup(func() { exec.Command("tmux", "-L", l.socket, "kill-server").Run() })
+	return l
+}
+
+func (l *tmuxLab) tmux(args ...string) string {
+	l.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", l.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		l.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (l *tmuxLab) screen() string { return l.tmux("capture-pane", "-p", "-t", l.name) }
+
+func (l *tmuxLab) send(keys ...string) {
+	l.tmux(append([]string{"send-keys", "-t", l.name}, keys...)...)
+}
+
+// waitFor polls the pane until it shows every want, and returns it.
+func (l *tmuxLab) waitFor(d time.Duration, want ...string) string {
+	l.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s := l.screen()
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(s, w)
+		}
+		if ok {
+			return s
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("after %s the pane does not show %q:\n%s", d, want, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTmux drives the real binary like a newcomer: pick step 4, break it, read the lesson, go to
+// the fix, open help, quit; and checks the terminal comes back.
+func TestTmux(t *testing.T) {
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary")
+	}
+	bin := buildLab(t)
+	l := startTmux(t, bin, "100", "30", "-speed", "2")
+	l.waitFor(15*time.Second, "Step 1/9", "No lock: GET stock, SET stock-1", "Atomic unlock in Lua")
+	l.send("4")
+	l.waitFor(5*time.Second, "Step 4/9", "▸ 4")
+	l.send("b")
+	s := l.waitFor(30*time.Second, "Step 4 broke")
+	for _, want := range []string{"▓", "✗ overlap", "✗ OVERSOLD 1", "✗ foreign-release", "first violation: buyer 1 and buyer 2 were both inside",
+		"A TTL is a guess", "press → for step 5"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("after b the pane lacks %q:\n%s", want, s)
+		}
+	}
+	l.send("Right")
+	l.waitFor(5*time.Second, "Step 5/9", "diff from step 4", "+ ")
+	l.send("?")
+	l.waitFor(5*time.Second, "close help", "x crash", "The timeline")
+	l.send("?")
+	l.waitFor(5*time.Second, "diff from step 4")
+	l.send("Tab")
+	l.waitFor(10*time.Second, "▶ live buyers", "took the lock")
+	l.send("q")
+	s = l.waitFor(15*time.Second, "LAB-EXITED=0")
+	if strings.Contains(s, "Step 5/9") {
+		t.Errorf("the lab's screen is still there after q (alternate screen not left):\n%s", s)
+	}
+}
+
+// TestTmuxCtrlC checks Ctrl-C quits and gives the terminal back, at 80×24.
+func TestTmuxCtrlC(t *testing.T) {
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary")
+	}
+	bin := buildLab(t)
+	l := startTmux(t, bin, "80", "24")
+	l.waitFor(15*time.Second, "Step 1/9")
+	l.send("Enter")
+	l.waitFor(10*time.Second, "▶ live buyers", "q quit")
+	l.send("C-c")
+	s := l.waitFor(15*time.Second, "LAB-EXITED=0")
+	if strings.Contains(s, "live buyers") {
+		t.Errorf("the lab's screen is still there after Ctrl-C:\n%s", s)
+	}
+}
+
+// TestTmuxBadFlag checks a bad flag prints one line and exits 2 before touching the screen.
+func TestTmuxBadFlag(t *testing.T) {
+	bin := buildLab(t)
+	out, err := exec.Command(bin, "-speed", "0").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+		t.Fatalf("-speed 0: %v, output %q", err, out)
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"sync"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+)
+
+// feedLimit bounds a feed's queue: past it, Redis command events (the spinners' flood) are
+// counted and dropped, while every other event is kept.
+const feedLimit = 20000
+
+// feed carries one session's events from the arena to the program. The arena's OnEvent must never
+// block, so push only appends to a queue under a mutex and nudges the reader; the program reads
+// through a re-armed tea.Cmd (next) that takes everything queued at once.
+type feed struct {
+	gen    int
+	mu     sync.Mutex
+	evs    []sim.Event
+	drops  int
+	closed bool
+	rep    *sim.Report // the scenario's report, when a canned run finished
+	err    error
+	wake   chan struct{} // capacity 1: "something is queued"
+}
+
+func newFeed(gen int) *feed { return &feed{gen: gen, wake: make(chan struct{}, 1)} }
+
+// push queues e; it is the arena's OnEvent and returns at once.
+func (f *feed) push(e sim.Event) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	if len(f.evs) >= feedLimit && e.Kind == sim.EvCommand {
+		f.drops++
+	} else {
+		f.evs = append(f.evs, e)
+	}
+	f.mu.Unlock()
+	f.nudge()
+}
+
+func (f *feed) nudge() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finish records a canned run's outcome; the reader gets it after the run's last events.
+func (f *feed) finish(rep *sim.Report, err error) {
+	f.mu.Lock()
+	f.rep, f.err = rep, err
+	f.mu.Unlock()
+	f.close()
+}
+
+// close ends the feed: the reader takes what is queued, then stops.
+func (f *feed) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.nudge()
+}
+
+// feedMsg is one batch of a session's events.
+type feedMsg struct {
+	gen   int
+	evs   []sim.Event
+	drops int
+	done  bool // the feed is closed and drained: do not read it again
+	rep   *sim.Report
+	err   error
+}
+
+// next waits for the next batch. Update re-arms it after each batch until done.
+func (f *feed) next() tea.Cmd {
+	return func() tea.Msg {
+		for {
+			f.mu.Lock()
+			if len(f.evs) > 0 || f.drops > 0 || f.closed {
+				m := feedMsg{gen: f.gen, evs: f.evs, drops: f.drops, done: f.closed, rep: f.rep, err: f.err}
+				f.evs, f.drops = nil, 0
+				f.mu.Unlock()
+				return m
+			}
+			f.mu.Unlock()
+			<-f.wake
+		}
+	}
+}
