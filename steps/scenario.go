@@ -63,7 +63,7 @@ var Describe = map[Scenario]string{
 	Reentrant:  "the work calls a helper that takes the same lock again",
 	Pause:      "the holder freezes (stop-the-world) between reading and writing stock, ~3 × TTL",
 	Failover:   "the lock primary dies after the holder's lock write, before replication; replica promoted",
-	Load:       "buyers contend for a while; Redis commands per confirmed order are counted",
+	Load:       "8 buyers keep ordering until 5 units are sold; Redis commands per confirmed order are counted",
 }
 
 // ParseScenario returns the scenario with the given name.

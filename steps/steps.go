@@ -86,7 +86,7 @@ type Step struct {
 	// Source holds the step's own files (lock.go, order.go, any .lua), for the lab's code pane.
 	Source fs.FS
 
-	// Expect is the violations each scenario must find: the row of DESIGN.md's matrix.
+	// Expect is the violations each scenario must find: the step's row of the matrix in README.md.
 	// A scenario missing from the map expects none.
 	Expect map[Scenario][]Kind
 }

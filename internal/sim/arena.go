@@ -123,6 +123,9 @@ func (a *Arena) emit(e Event) {
 func (a *Arena) command(p *process, cmd redis.Cmder, lock bool) {
 	a.mu.Lock()
 	a.ref.commands++
+	if a.ref.commands > steps.FloodLimit*(a.ref.confirmed+1) {
+		a.ref.announce(a, steps.Flood, floodSentence(a.ref.commands, a.ref.confirmed))
+	}
 	a.mu.Unlock()
 	if a.onEvent != nil {
 		a.emit(Event{Kind: EvCommand, Buyer: p.n, Detail: a.label(cmd, lock)})
@@ -302,7 +305,12 @@ func (a *Arena) done(p *process, err error) {
 	}
 	detail := "ok"
 	if err != nil {
-		detail = err.Error()
+		detail = strings.ReplaceAll(err.Error(), "\n", "; ")
+		p.mu.Lock()
+		if p.wrote {
+			detail = "sold, but " + detail
+		}
+		p.mu.Unlock()
 	}
 	a.emit(Event{Kind: EvDone, Buyer: p.n, Detail: detail})
 }

@@ -10,7 +10,7 @@ import (
 // never through code in a step.
 type Fault string
 
-// The faults, as DESIGN.md defines them.
+// The faults. Each acts on a process from outside the step: its hook, its shop's work.
 const (
 	FaultNone       Fault = ""
 	FaultError      Fault = "error"       // the work inside the critical section returns an error

@@ -77,8 +77,7 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, held bool) *Rep
 		found[steps.ReentryFailed] = r.reentry[0].String()
 	}
 	if rep.CommandsPerOrder > steps.FloodLimit {
-		found[steps.Flood] = fmt.Sprintf("%d Redis commands for %d confirmed orders: %.0f per order (limit %d)",
-			r.commands, r.confirmed, rep.CommandsPerOrder, steps.FloodLimit)
+		found[steps.Flood] = floodSentence(r.commands, r.confirmed)
 	}
 	judged := map[steps.Kind]bool{}
 	for _, k := range steps.Judges[sc] {
@@ -133,11 +132,20 @@ func (rep *Report) Text() string {
 	}
 	fmt.Fprintf(&b, "  stock: %d → %d; orders confirmed: %d; oversold units: %d\n",
 		rep.InitialStock, rep.FinalStock, rep.Confirmed, rep.Oversold)
-	fmt.Fprintf(&b, "  Redis commands: %d (%.1f per confirmed order)\n", rep.Commands, rep.CommandsPerOrder)
+	if rep.Confirmed == 0 {
+		fmt.Fprintf(&b, "  Redis commands: %d (no order confirmed)\n", rep.Commands)
+	} else {
+		fmt.Fprintf(&b, "  Redis commands: %d (%.1f per confirmed order)\n", rep.Commands, rep.CommandsPerOrder)
+	}
 	if rep.FailedOver {
 		b.WriteString("  the lock primary failed over to its replica\n")
 	}
-	for _, o := range rep.Overlaps {
+	const most = 5 // a run of many buyers overlaps pairwise; the first few tell the story
+	for i, o := range rep.Overlaps {
+		if i == most {
+			fmt.Fprintf(&b, "  … and %d more overlapping pairs\n", len(rep.Overlaps)-most)
+			break
+		}
 		fmt.Fprintf(&b, "  overlap: %s (from %s to %s)\n", o, ms(o.From), ms(o.To))
 	}
 	for _, f := range rep.ForeignReleases {
@@ -170,4 +178,12 @@ func joinKinds(ks []steps.Kind) string {
 		s[i] = string(k)
 	}
 	return strings.Join(s, ", ")
+}
+
+func floodSentence(commands, confirmed int) string {
+	if confirmed == 0 {
+		return fmt.Sprintf("%d Redis commands and no order confirmed yet (limit %d per order)", commands, steps.FloodLimit)
+	}
+	return fmt.Sprintf("%d Redis commands for %d confirmed orders: %.0f per order (limit %d)",
+		commands, confirmed, float64(commands)/float64(confirmed), steps.FloodLimit)
 }

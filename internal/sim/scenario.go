@@ -28,6 +28,7 @@ type buyerPlan struct {
 type plan struct {
 	stock    int
 	workX    int  // the normal work is Timing.Work × workX
+	ttlX     int  // the lease is Timing.TTL × ttlX
 	together bool // every buyer starts at once
 	failover bool // arm a failover before the first buyer starts
 	buyers   []buyerPlan
@@ -39,7 +40,7 @@ func planFor(sc steps.Scenario, t Timing) plan {
 	one := func(f Fault) buyerPlan { return buyerPlan{fault: f} }
 	later := func(d time.Duration) buyerPlan { return buyerPlan{after: d} }
 	held := func(d time.Duration) buyerPlan { return buyerPlan{after: d, holdBy: 1, until: EvDone} }
-	p := plan{stock: 3, workX: 1, deadline: 30 * T}
+	p := plan{stock: 3, workX: 1, ttlX: 1, deadline: 30 * T}
 	switch sc {
 	case steps.Contention:
 		p.together = true
@@ -71,10 +72,11 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		p.buyers = []buyerPlan{{holdBy: 2, until: EvEnter}, held(T / 10)}
 	case steps.Load:
 		// Commands per order of a spinning step are waiters × work ÷ time per spin. Under the
-		// race detector on 2 busy cores a spin was measured at up to 0.7 ms; 5 waiters and
-		// 10 × Work keep even that run near 3 × above the flood limit.
-		p.stock, p.workX, p.together = 5, 10, true
-		for range 6 {
+		// race detector on 2 overloaded cores a spin was measured at up to 3 ms; 7 waiters and
+		// 10 × Work keep even that run well above the flood limit. The lease is 4 × TTL, so
+		// the work (a quarter of it) never outlives a lock: load measures traffic, nothing else.
+		p.stock, p.workX, p.ttlX, p.together = 5, 10, 4, true
+		for range 8 {
 			p.buyers = append(p.buyers, buyerPlan{repeat: true})
 		}
 	}
@@ -95,6 +97,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	}
 	cfg.Stock = pl.stock
 	cfg.Timing.Work *= time.Duration(pl.workX)
+	cfg.Timing.TTL *= time.Duration(pl.ttlX)
 	sig := newSignals()
 	user := cfg.OnEvent
 	cfg.OnEvent = func(e Event) {

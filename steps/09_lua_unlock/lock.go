@@ -38,7 +38,9 @@ func New(p steps.Proc) steps.Locker {
 	return &Locker{rdb: p.Redis, owner: hex.EncodeToString(b), ttl: p.TTL, spawn: p.Go}
 }
 
-// Lock returns true at once if this Locker already holds key, counting one more hold; otherwise
+// Lock returns true at once if this Locker holds a lock already, counting one more hold (the count
+// belongs to the Locker, not to key: like the article's ThreadLocal it assumes one lock per
+// process, and a Locker holding one key would say yes for any other); otherwise
 // it sets key to the owner token with its expiry in one command (SET key token NX PX ttl), again
 // and again with no pause, until it succeeds or ctx ends, and then starts the watchdog. Hazard:
 // every waiting process sends commands as fast as its network allows, all the time the lock is
