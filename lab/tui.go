@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +54,8 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 		"Opens the terminal lab: pick a step, break it, read the lesson, see the fix. Press ? in the lab for\n"+
 		"every key. Headless: lab run -step 04 -scenario slow, lab matrix (each takes -h).", stderr)
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
-	slow := fs.Float64("speed", 10, "slow time down this many times, so a person can follow a TTL (1 = the tests' pace, TTL 200 ms; 10 = TTL 2 s)")
+	slow := fs.Float64("speed", 10, "slow time down this many times, so a person can follow a TTL (1 = the tests' pace, TTL 200 ms; 10 = TTL 2 s);\n"+
+		"from 1 to 100; in the lab [ and ] step through 1, 2, 5, 10, 20, from any -speed to the nearest level that way")
 	buyers := fs.Int("buyers", 5, "buyers placing orders in the live arena (1…50)")
 	stock := fs.Int("stock", 100, "units on the shelf at the start and after each reset (1…1000)")
 	if err := parse(fs, args); err != nil {
@@ -150,6 +152,7 @@ type model struct {
 	code     viewport.Model
 	codeDiff bool
 	codeFor  string // what the viewport holds: step slug, mode and width
+	codeFrom screen // where esc in the code pane goes back to
 
 	keys keyMap
 	hm   help.Model
@@ -252,6 +255,7 @@ func (m *model) startLive() tea.Cmd {
 	m.broke = false
 	t := m.timing()
 	m.ar = newArena("", t, m.opt.stock, sim.LockName, true)
+	m.ar.noLock = m.step().Number == 1
 	if m.opt.offline {
 		return nil
 	}
@@ -283,6 +287,7 @@ func (m *model) startBreak() tea.Cmd {
 	m.broke = false
 	t := m.timing()
 	m.ar = newArena(st.BreakWith, t, -1, sim.LockName, true)
+	m.ar.noLock = st.Number == 1
 	m.msg = fmt.Sprintf("breaking step %d with %q: %s", st.Number, st.BreakWith, steps.Describe[st.BreakWith])
 	if m.opt.offline {
 		return nil
@@ -327,7 +332,7 @@ func (m *model) setStep(i int) tea.Cmd {
 	m.cur = i
 	if broke {
 		// After a break, the next step is the fix: show what it changes.
-		m.scr, m.codeDiff = scrCode, true
+		m.scr, m.codeDiff, m.codeFrom = scrCode, true, scrArena
 		m.msg = fmt.Sprintf("step %d is the fix: its diff from step %d", m.step().Number, m.step().Number-1)
 		return nil
 	}
@@ -378,6 +383,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.ar.lockHeld, m.ar.lockVal, m.ar.lockTTL, m.ar.lockReadAt = msg.held, msg.val, msg.ttl, msg.at
 		if !m.ar.done {
 			m.ar.advance(m.sess.now())
+			m.ar.checkStuck()
 		}
 		return m, m.tick()
 	case injectMsg:
@@ -426,11 +432,17 @@ func injectAnswer(msg injectMsg) string {
 		sim.FaultUnlockRace: "will freeze just before the command that deletes its lock",
 		sim.FaultReentrant:  "its work calls a helper that takes the same lock again",
 	}[msg.f]
-	return fmt.Sprintf("%s → buyer %d %s", msg.f, msg.who, what)
+	return fmt.Sprintf("%s → buyer %d: %s", msg.f, msg.who, what)
 }
+
+// repeatable are the keys a quick typist (or tmux send-keys) may deliver several of in one message.
+const repeatable = "+=-_[]"
 
 func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	km := m.keys
+	if k.Type == tea.KeyRunes && len(k.Runes) > 1 && !m.help && strings.Trim(string(k.Runes), repeatable) == "" {
+		return m.repeated(k.Runes)
+	}
 	if key.Matches(k, km.Quit) {
 		m.stopSession()
 		return tea.Quit
@@ -466,7 +478,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		case key.Matches(k, km.Open), k.String() == " ":
 			return m.openArena()
 		case key.Matches(k, km.Code):
-			m.scr = scrCode
+			m.scr, m.codeFrom = scrCode, scrPicker
 		case k.String() == "up":
 			return m.setStep(m.cur - 1)
 		case k.String() == "down":
@@ -478,6 +490,10 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		case key.Matches(k, km.Code):
 			return m.openArena()
 		case key.Matches(k, km.Back):
+			if m.codeFrom == scrArena {
+				m.msg = ""
+				return m.openArena()
+			}
 			m.scr = scrPicker
 		case key.Matches(k, km.Diff):
 			m.codeDiff = !m.codeDiff
@@ -503,7 +519,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	// the arena
 	switch {
 	case key.Matches(k, km.Code):
-		m.scr = scrCode
+		m.scr, m.codeFrom = scrCode, scrArena
 		return nil
 	case key.Matches(k, km.Back):
 		m.scr = scrPicker
@@ -514,13 +530,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		m.msg = "reset: a fresh Redis, the shelf restocked"
 		return m.startLive()
 	case key.Matches(k, km.Slower), key.Matches(k, km.Faster):
-		m.slow = nextSpeed(m.slow, key.Matches(k, km.Slower))
-		m.msg = fmt.Sprintf("speed: %s — the arena restarts at that pace", speedText(m.slow))
-		if m.ar != nil && m.ar.scenario != "" {
-			m.msg = fmt.Sprintf("speed: %s — press b to replay, r for live buyers", speedText(m.slow))
-			return nil
-		}
-		return m.startLive()
+		slower := key.Matches(k, km.Slower)
+		return m.setSpeed(nextSpeed(m.slow, slower), slower)
 	}
 	if m.sess == nil || m.sess.live == nil {
 		if isLiveKey(km, k) {
@@ -564,6 +575,46 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// setSpeed moves to slow-down factor to and restarts live buyers at that pace.
+func (m *model) setSpeed(to float64, slower bool) tea.Cmd {
+	if to == m.slow {
+		m.msg = fmt.Sprintf("speed: %s is already the %s", speedText(m.slow), map[bool]string{true: "slowest", false: "fastest"}[slower])
+		return nil
+	}
+	m.slow = to
+	m.msg = fmt.Sprintf("speed: %s — the arena restarts at that pace", speedText(m.slow))
+	if m.ar != nil && m.ar.scenario != "" {
+		m.msg = fmt.Sprintf("speed: %s — press b to replay, r for live buyers", speedText(m.slow))
+		return nil
+	}
+	return m.startLive()
+}
+
+// repeated handles several of + - [ ] arriving as one message: each rune counts once, and the
+// arena restarts at most once for a change of speed.
+func (m *model) repeated(runes []rune) tea.Cmd {
+	var speed, other []rune
+	for _, r := range runes {
+		if r == '[' || r == ']' {
+			speed = append(speed, r)
+		} else {
+			other = append(other, r)
+		}
+	}
+	var cmds []tea.Cmd
+	for _, r := range other {
+		cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}))
+	}
+	if len(speed) > 0 && m.scr == scrArena {
+		to := m.slow
+		for _, r := range speed {
+			to = nextSpeed(to, r == '[')
+		}
+		cmds = append(cmds, m.setSpeed(to, speed[len(speed)-1] == '['))
+	}
+	return tea.Batch(cmds...)
+}
+
 func isLiveKey(km keyMap, k tea.KeyMsg) bool {
 	for _, b := range []key.Binding{km.Hold, km.More, km.Fewer, km.Crash, km.Error, km.Slow, km.Pause, km.UnlockRace, km.Failover, km.Nested} {
 		if key.Matches(k, b) {
@@ -573,7 +624,8 @@ func isLiveKey(km keyMap, k tea.KeyMsg) bool {
 	return false
 }
 
-// nextSpeed moves to the next slower or faster level.
+// nextSpeed moves to the nearest level slower or faster than cur (a -speed between levels moves
+// to the level next to it); past the last level that way it stays where it is.
 func nextSpeed(cur float64, slower bool) float64 {
 	if slower {
 		for _, s := range speeds {
@@ -581,14 +633,14 @@ func nextSpeed(cur float64, slower bool) float64 {
 				return s
 			}
 		}
-		return speeds[len(speeds)-1]
+		return cur
 	}
 	for i := len(speeds) - 1; i >= 0; i-- {
 		if speeds[i] < cur {
 			return speeds[i]
 		}
 	}
-	return speeds[0]
+	return cur
 }
 
 func speedText(slow float64) string {

@@ -148,9 +148,11 @@ type arena struct {
 	inside                                     map[int]bool
 	armed, failedOver                          bool
 	viol                                       map[steps.Kind]string
-	first                                      string // the first violation, in one sentence
-	latest                                     string // the latest new kind, when it is not the first
+	seen                                       []steps.Kind // the kinds announced, in order
+	first                                      string       // a finished run's headline
 	log                                        []string
+	noLock                                     bool          // the step takes no lock (step 1)
+	ownerDoneAt                                time.Duration // when the owner's order ended (done or crashed), 0 while it runs
 	now                                        time.Duration
 	last                                       time.Duration // the latest event
 
@@ -193,7 +195,7 @@ func (a *arena) advance(now time.Duration) {
 }
 
 func (a *arena) logf(at time.Duration, format string, args ...any) {
-	line := fmt.Sprintf("%6.2fs  ", at.Seconds()) + fmt.Sprintf(format, args...)
+	line := fmt.Sprintf("%6.2fs  ", at.Seconds()) + oneLine(fmt.Sprintf(format, args...))
 	if len(a.log) == logN {
 		copy(a.log, a.log[1:])
 		a.log = a.log[:logN-1]
@@ -219,7 +221,7 @@ func (a *arena) setOwner(n int, b int64) {
 		o.holding = false
 		o.touch(b)
 	}
-	a.owner = n
+	a.owner, a.ownerDoneAt = n, 0
 	a.lock.at(b)
 	a.lock.own = n
 	a.lock.touch(b)
@@ -295,8 +297,15 @@ func (a *arena) apply(e sim.Event) {
 	case sim.EvDone:
 		l.waiting = false
 		l.touch(b)
-		if e.Detail != "ok" && !strings.Contains(e.Detail, "busy") {
-			a.logf(e.At, "buyer %d: order failed: %s", e.Buyer, e.Detail)
+		if e.Buyer == a.owner && a.ownerDoneAt == 0 {
+			a.ownerDoneAt = max(e.At, 1)
+		}
+		switch d := e.Detail; {
+		case strings.HasPrefix(d, "sold, but "):
+			// the order wrote the stock, then its handler returned an error (an Unlock refused)
+			a.logf(e.At, "buyer %d: sold; then %s", e.Buyer, strings.TrimPrefix(d, "sold, but "))
+		case d != "ok" && !strings.Contains(d, "busy"):
+			a.logf(e.At, "buyer %d: order failed: %s", e.Buyer, d)
 		}
 	case sim.EvWaiting:
 		if a.scenario != "" { // live buyers wait all the time: only a scenario's waits are news
@@ -353,20 +362,64 @@ func (a *arena) apply(e sim.Event) {
 	case sim.EvCrashed:
 		l.crashed, l.frozen, l.waiting, l.holding = true, false, false, false
 		l.touch(b)
+		if e.Buyer == a.owner && a.ownerDoneAt == 0 {
+			a.ownerDoneAt = max(e.At, 1)
+		}
 		a.logf(e.At, "buyer %d crashed", e.Buyer)
 	case sim.EvReentry:
 		a.logf(e.At, "buyer %d: nested lock failed: %s", e.Buyer, e.Detail)
 	case sim.EvViolation:
-		if _, ok := a.viol[e.Viol]; !ok {
-			a.viol[e.Viol] = e.Detail
-			if a.first == "" {
-				a.first = e.Detail
-			} else {
-				a.latest = string(e.Viol) + ": " + e.Detail
-			}
+		a.see(e.Viol, e.Detail)
+		detail := e.Detail
+		if e.Viol == steps.Oversold || e.Viol == steps.Flood {
+			// their numbers move on: the SHOP line and INVARIANTS say them as they are now
+			detail = map[steps.Kind]string{steps.Oversold: "more orders confirmed than units left the shelf (SHOP counts them)",
+				steps.Flood: fmt.Sprintf("more than %d Redis commands per confirmed order", steps.FloodLimit)}[e.Viol]
 		}
-		a.logf(e.At, "VIOLATION %s: %s", e.Viol, e.Detail)
+		if a.judged(e.Viol) {
+			a.logf(e.At, "VIOLATION %s: %s", e.Viol, detail)
+		} else {
+			a.logf(e.At, "also seen (not judged by %s) %s: %s", a.scenario, e.Viol, detail)
+		}
 	}
+}
+
+// see records kind k, announced with sentence s (the first announcement of a kind is kept).
+func (a *arena) see(k steps.Kind, s string) {
+	if _, ok := a.viol[k]; ok {
+		return
+	}
+	a.viol[k] = oneLine(s)
+	a.seen = append(a.seen, k)
+}
+
+// checkStuck judges stuck live: the lock is still in Redis, held by a buyer whose order ended
+// (returned or crashed) more than one TTL ago, while units remain. A canned run's referee judges
+// it at the end instead.
+func (a *arena) checkStuck() {
+	if _, seen := a.viol[steps.Stuck]; seen || a.scenario != "" || a.done || a.owner == 0 || a.ownerDoneAt == 0 || !a.lockHeld || a.shelf <= 0 {
+		return
+	}
+	if a.lockReadAt-a.ownerDoneAt <= a.timing.TTL {
+		return
+	}
+	how, ago := "whose order has ended", "its order ended"
+	if a.buyer(a.owner).crashed {
+		how, ago = "whose process crashed", "its process crashed"
+	}
+	a.see(steps.Stuck, fmt.Sprintf("the lock is still held by buyer %d, %s, while %d units remain: nobody can buy them", a.owner, how, a.shelf))
+	a.logf(a.lockReadAt, "VIOLATION stuck: buyer %d still holds the lock; %s more than a TTL ago", a.owner, ago)
+}
+
+// oneLine makes s one line: a newline becomes "; ".
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	s = strings.TrimRight(s, "\n")
+	return strings.ReplaceAll(s, "\n", "; ")
 }
 
 // finish takes a canned run's report: the referee's verdict replaces the live guesses.
@@ -377,13 +430,13 @@ func (a *arena) finish(rep *sim.Report, err error) {
 		return
 	}
 	a.initial, a.shelf, a.confirmed = rep.InitialStock, rep.FinalStock, rep.Confirmed
-	a.viol = map[steps.Kind]string{}
+	a.viol, a.seen = map[steps.Kind]string{}, nil
 	for _, f := range rep.Explain {
-		a.viol[f.Kind] = f.Sentence
+		a.see(f.Kind, f.Sentence)
 	}
-	a.first, a.latest = "", ""
+	a.first = ""
 	if len(rep.Explain) > 0 {
-		a.first = rep.Headline()
+		a.first = oneLine(rep.Headline())
 	}
 }
 
@@ -395,8 +448,11 @@ func (a *arena) oversold() int {
 	return max(0, a.confirmed-(a.initial-a.shelf))
 }
 
+// cmds is every Redis command the session sent, the ones the feed dropped included.
+func (a *arena) cmds() int { return a.commands + a.drops }
+
 // perOrder is Redis commands per confirmed order.
-func (a *arena) perOrder() float64 { return float64(a.commands) / float64(max(a.confirmed, 1)) }
+func (a *arena) perOrder() float64 { return float64(a.cmds()) / float64(max(a.confirmed, 1)) }
 
 // judged tells whether kind k counts in this session: a scenario judges only its own kinds.
 func (a *arena) judged(k steps.Kind) bool {
@@ -411,13 +467,67 @@ func (a *arena) judged(k steps.Kind) bool {
 	return false
 }
 
-// violated tells whether kind k was seen (flood is computed, stuck is only known at the end).
+// violated tells whether kind k was seen, and says it in one sentence with the numbers as they are
+// now (oversold and flood move on after they are announced; a finished run's report is final).
 func (a *arena) violated(k steps.Kind) (string, bool) {
-	if s, ok := a.viol[k]; ok {
-		return s, true
+	s, ok := a.viol[k]
+	if a.done {
+		return s, ok
 	}
-	if k == steps.Flood && !a.done && a.confirmed > 0 && a.perOrder() > steps.FloodLimit {
-		return fmt.Sprintf("%.0f Redis commands per confirmed order (limit %d)", a.perOrder(), steps.FloodLimit), true
+	switch k {
+	case steps.Oversold:
+		if a.oversold() > 0 {
+			return oversoldSentence(a.confirmed, a.initial-a.shelf), true
+		}
+		if ok { // a later stale write evened the numbers out again
+			return fmt.Sprintf("oversold earlier; now %d orders confirmed and %d units left the shelf", a.confirmed, a.initial-a.shelf), true
+		}
+	case steps.Flood:
+		if a.confirmed > 0 && a.perOrder() > steps.FloodLimit {
+			return fmt.Sprintf("%d Redis commands for %d confirmed orders: %.0f per order (limit %d)",
+				a.cmds(), a.confirmed, a.perOrder(), steps.FloodLimit), true
+		}
 	}
-	return "", false
+	return s, ok
+}
+
+// firstLatest returns the first judged violation and the most recent other one (kinds, "" if none),
+// from the same judgement INVARIANTS shows.
+func (a *arena) firstLatest() (first, latest steps.Kind) {
+	var order []steps.Kind
+	for _, k := range a.seen {
+		if _, bad := a.violated(k); bad && a.judged(k) {
+			order = append(order, k)
+		}
+	}
+	for _, k := range steps.Kinds { // computed, not (yet) announced
+		if _, bad := a.violated(k); bad && a.judged(k) && !containsKind(order, k) {
+			order = append(order, k)
+		}
+	}
+	if len(order) == 0 {
+		return "", ""
+	}
+	if len(order) > 1 {
+		latest = order[len(order)-1]
+	}
+	return order[0], latest
+}
+
+func containsKind(ks []steps.Kind, k steps.Kind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// oversoldSentence says the oversold units as the referee does.
+func oversoldSentence(confirmed, left int) string {
+	verb := "units left"
+	if left == 1 {
+		verb = "unit left"
+	}
+	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
 }

@@ -369,8 +369,8 @@ func TestLiveFaults(t *testing.T) {
 		})
 	}
 	wait("× crashed")
-	tm.Send(keyMsg("+"))
-	wait("4 buyers")
+	tm.Send(keyMsg("++")) // two in one message, as a quick typist or tmux send-keys delivers them
+	wait("5 buyers")
 	tm.Send(keyMsg(" "))
 	wait("PAUSED")
 	tm.Send(keyMsg("r"))
@@ -378,7 +378,7 @@ func TestLiveFaults(t *testing.T) {
 	tm.Send(keyMsg("q"))
 	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*model)
 	fm.shutdown()
-	if fm.buyers != 4 {
+	if fm.buyers != 5 {
 		t.Fatalf("buyers %d", fm.buyers)
 	}
 }
@@ -475,7 +475,7 @@ func TestInjectAnswer(t *testing.T) {
 	if s := injectAnswer(injectMsg{f: sim.FaultCrash, err: sim.ErrNoHolder}); !strings.Contains(s, "nobody holds the lock") {
 		t.Errorf("no holder: %q", s)
 	}
-	if s := injectAnswer(injectMsg{f: sim.FaultSlow, who: 3}); !strings.Contains(s, "buyer 3") {
+	if s := injectAnswer(injectMsg{f: sim.FaultSlow, who: 3}); !strings.Contains(s, "slow → buyer 3: its work") {
 		t.Errorf("hit: %q", s)
 	}
 }
@@ -512,5 +512,195 @@ func TestViewFitsTheTerminal(t *testing.T) {
 				t.Errorf("%s at %dx%d: the footer lost q quit:\n%s", name, size[0], size[1], v)
 			}
 		}
+	}
+}
+
+// liveArena is an offline model showing a live arena on step index i, at 100×30.
+func liveArena(t *testing.T, i int) *model {
+	t.Helper()
+	m := newModel(tuiOptions{offline: true, stock: 100})
+	t.Cleanup(m.shutdown)
+	press(m, fmt.Sprint(i+1), "enter")
+	if m.ar == nil || m.scr != scrArena {
+		t.Fatal("no arena")
+	}
+	return m
+}
+
+// sell makes buyer n read stock `read` and write read-1 at time at.
+func sell(a *arena, at time.Duration, n, read int) {
+	a.apply(sim.Event{At: at, Kind: sim.EvEnter, Buyer: n, Stock: read})
+	a.apply(sim.Event{At: at, Kind: sim.EvWrite, Buyer: n, Stock: read - 1})
+	a.apply(sim.Event{At: at, Kind: sim.EvExit, Buyer: n})
+}
+
+// TestViolationSentencesFollowTheNumbers: a violation's sentence says the numbers the SHOP line
+// says, however they moved after it was announced (problem 1), and the latest one is one line.
+func TestViolationSentencesFollowTheNumbers(t *testing.T) {
+	m := liveArena(t, 3)
+	a := m.ar
+	ms := time.Millisecond
+	a.apply(sim.Event{At: ms, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 2 was turned away while 100 units were on the shelf"})
+	for i := 0; i < 19; i++ { // 19 sold properly: 100 → 81
+		sell(a, ms*time.Duration(2+i), 1, 100-i)
+	}
+	sell(a, 30*ms, 3, 100) // a paused buyer's stale write: the shelf goes back to 99
+	a.apply(sim.Event{At: 30 * ms, Kind: sim.EvViolation, Viol: steps.Oversold,
+		Detail: "20 orders confirmed but only 1 unit left the shelf: 19 oversold"})
+	sell(a, 31*ms, 1, 99)
+	sell(a, 32*ms, 1, 81) // and a write from the old count: the shelf is at 80 again
+	v := m.View()
+	if a.oversold() != 2 || !strings.Contains(v, "OVERSOLD 2") {
+		t.Fatalf("oversold %d:\n%s", a.oversold(), v)
+	}
+	if strings.Contains(v, "19 oversold") || !strings.Contains(v, "latest: oversold: 22 orders confirmed but only 20 units left the shelf: 2 oversold") {
+		t.Errorf("the oversold sentence does not follow the SHOP line:\n%s", v)
+	}
+	if !strings.Contains(v, "first violation: buyer 2 was turned away") {
+		t.Errorf("first violation:\n%s", v)
+	}
+}
+
+// TestFirstViolationAgreesWithInvariants: a computed flood is ✗ in INVARIANTS and the first
+// violation line says so (problem 2).
+func TestFirstViolationAgreesWithInvariants(t *testing.T) {
+	m := liveArena(t, 6)
+	a := m.ar
+	for i := 0; i < 300; i++ {
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Detail: "SET NX lock"})
+	}
+	sell(a, 2*time.Millisecond, 1, 100)
+	v := m.View()
+	if !strings.Contains(v, "✗ flood") || strings.Contains(v, "no violation so far") ||
+		!strings.Contains(v, "first violation: 300 Redis commands for 1 confirmed orders: 300 per order") {
+		t.Fatalf("flood:\n%s", v)
+	}
+}
+
+// TestUnjudgedKindsAreNotViolations: in a scenario, a kind it does not judge is "also seen" in the
+// log and never the first violation (problem 3).
+func TestUnjudgedKindsAreNotViolations(t *testing.T) {
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	press(m, "4")
+	m.scr = scrArena
+	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true)
+	a := m.ar
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 3 was turned away while 2 units were on the shelf"})
+	v := m.View()
+	if !strings.Contains(v, "also seen (not judged by slow) lost-sales: buyer 3") || strings.Contains(v, "VIOLATION lost-sales") ||
+		!strings.Contains(v, "no violation so far") || !strings.Contains(v, "– lost-sales") {
+		t.Fatalf("an unjudged kind:\n%s", v)
+	}
+	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Overlap, Detail: "buyer 1 and buyer 2 were both inside"})
+	v = m.View()
+	if !strings.Contains(v, "VIOLATION overlap") || !strings.Contains(v, "first violation: buyer 1 and buyer 2") || !strings.Contains(v, "✗ overlap") {
+		t.Fatalf("a judged kind:\n%s", v)
+	}
+}
+
+// TestLogStaysInItsPlace: multi-line details become one line, "sold, but" is no failed order, and
+// the footer stays on screen (problems 4, 5).
+func TestLogStaysInItsPlace(t *testing.T) {
+	m := liveArena(t, 2)
+	a := m.ar
+	for i := 0; i < 20; i++ {
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 1, Detail: "boom\nline 2\nline 3\n"})
+	}
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 2, Detail: "sold, but steps: lock is not held by this process"})
+	m.msg = "the scenario failed: panic\ngoroutine 1\nmain.go:1"
+	for _, size := range [][2]int{{100, 30}, {80, 24}} {
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		v := m.View()
+		lines := strings.Split(v, "\n")
+		if len(lines) != size[1] || !strings.Contains(lines[len(lines)-1], "q quit") {
+			t.Fatalf("%v: %d lines, last %q:\n%s", size, len(lines), lines[len(lines)-1], v)
+		}
+		if !strings.Contains(v, "buyer 1: order failed: boom; line 2; line 3") {
+			t.Errorf("%v: the multi-line detail:\n%s", size, v)
+		}
+	}
+	if l := a.log[len(a.log)-1]; !strings.HasSuffix(l, "buyer 2: sold; then steps: lock is not held by this process") {
+		t.Errorf("sold, but: %q", l)
+	}
+}
+
+// TestCommandsPerOrderWithoutOrders (problem 6).
+func TestCommandsPerOrderWithoutOrders(t *testing.T) {
+	m := liveArena(t, 1)
+	for i := 0; i < 4; i++ {
+		m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Detail: "SET NX lock"})
+	}
+	if s := m.ar.shopLine(); !strings.Contains(s, "4 Redis cmds, no order yet") || strings.Contains(s, "cmds/order") {
+		t.Fatalf("no order: %q", s)
+	}
+	sell(m.ar, 2*time.Millisecond, 1, 100)
+	if s := m.ar.shopLine(); !strings.Contains(s, "4.0 Redis cmds/order") {
+		t.Fatalf("one order: %q", s)
+	}
+}
+
+// TestStuckLive: a lock its owner's ended order left behind is stuck once it outlives a TTL
+// (problem 7); step 1 says it takes no lock (problem 8).
+func TestStuckLive(t *testing.T) {
+	m := liveArena(t, 1)
+	a := m.ar
+	ttl := a.timing.TTL
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 2})
+	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvDone, Buyer: 2, Detail: "boom"})
+	a.lockHeld, a.lockReadAt = true, ttl
+	a.checkStuck()
+	if _, bad := a.violated(steps.Stuck); bad {
+		t.Fatal("stuck before a TTL passed")
+	}
+	a.lockReadAt = ttl + 3*time.Millisecond
+	a.checkStuck()
+	if v := m.View(); !strings.Contains(v, "✗ stuck") || !strings.Contains(v, "still held by buyer 2, whose order has ended") {
+		t.Fatalf("stuck:\n%s", v)
+	}
+	m = liveArena(t, 0)
+	if v := m.View(); !strings.Contains(v, "LOCK none — step 1 takes no lock") {
+		t.Fatalf("step 1:\n%s", v)
+	}
+}
+
+// TestRepeatedKeys: several + - [ ] in one message count once each (problem 11); [ ] go to the
+// nearest level (problem 12).
+func TestRepeatedKeys(t *testing.T) {
+	m := liveArena(t, 3)
+	press(m, "]]")
+	if m.slow != 2 {
+		t.Fatalf("]] from 10: %g", m.slow)
+	}
+	press(m, "[[[[[[")
+	if m.slow != 20 || m.ar.timing.TTL != 4*time.Second {
+		t.Fatalf("[[[[[[: %g", m.slow)
+	}
+	for _, c := range []struct {
+		cur    float64
+		slower bool
+		want   float64
+	}{{7, true, 10}, {7, false, 5}, {50, true, 50}, {50, false, 20}, {1, false, 1}} {
+		if got := nextSpeed(c.cur, c.slower); got != c.want {
+			t.Errorf("nextSpeed(%g, %v) = %g, want %g", c.cur, c.slower, got, c.want)
+		}
+	}
+}
+
+// TestEscFromTheCodePane goes back where the learner came from (problem 13).
+func TestEscFromTheCodePane(t *testing.T) {
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	press(m, "tab", "esc")
+	if m.scr != scrPicker {
+		t.Fatalf("picker → code → esc: screen %d", m.scr)
+	}
+	press(m, "enter", "tab")
+	if m.scr != scrCode || !strings.Contains(m.View(), "esc back") {
+		t.Fatalf("arena → code: screen %d", m.scr)
+	}
+	press(m, "esc")
+	if m.scr != scrArena || m.ar == nil {
+		t.Fatalf("arena → code → esc: screen %d", m.scr)
 	}
 }

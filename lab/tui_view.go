@@ -106,8 +106,16 @@ func quickWidth(s string) int {
 func (m *model) header(w int) string {
 	st := m.step()
 	left := sTitle.Render("lockstep") + " " + sStep.Render(fmt.Sprintf(" Step %d/%d ", st.Number, len(m.steps))) + " "
-	status := m.status()
-	room := w - lipgloss.Width(left) - ansi.StringWidth(status) - 2
+	// The title is what matters: shorten the status before the title.
+	var status string
+	var room int
+	for short := 0; short < 3; short++ {
+		status = m.status(short)
+		room = w - lipgloss.Width(left) - ansi.StringWidth(status) - 2
+		if room >= ansi.StringWidth(st.Title) {
+			break
+		}
+	}
 	if room < 12 {
 		return left + sBold.Render(st.Title)
 	}
@@ -115,12 +123,20 @@ func (m *model) header(w int) string {
 	return left + sBold.Render(title) + strings.Repeat(" ", room-ansi.StringWidth(title)+2) + sDim.Render(status)
 }
 
-func (m *model) status() string {
+// status says the backend, the pace and the buyers; short 1 and 2 say it in fewer columns.
+func (m *model) status(short int) string {
 	be := m.opt.backend
 	if be == "" {
 		be = "embedded"
 	}
-	parts := []string{be, speedText(m.slow)}
+	speed := speedText(m.slow)
+	if short > 0 {
+		speed = fmt.Sprintf("%g×, TTL %s", m.slow, roundDur(m.timing().TTL))
+	}
+	parts := []string{be, speed}
+	if short > 1 {
+		parts = parts[1:]
+	}
 	if m.ar != nil && m.ar.scenario == "" {
 		parts = append(parts, fmt.Sprintf("%d buyers", m.buyers))
 	}
@@ -205,13 +221,13 @@ func (m *model) helpView(w, h int) string {
 	b := []string{sBold.Render("Keys"), ""}
 	m.hm.Width = w
 	b = append(b, strings.Split(m.hm.FullHelpView(m.keys.FullHelp()), "\n")...)
-	b = append(b, "", sBold.Render("The timeline"), "")
+	b = append(b, "", sBold.Render("The timeline"))
 	b = append(b, wrap("One lane per buyer, one for the lock server; time runs left to right, one column = TTL/20. "+
 		"Buyer lanes: █ inside the critical section, ▓ inside while another buyer is inside too (an overlap), "+
-		"═ holds the lock outside it, · waiting, ~ spinning on SET NX, ‖ frozen, × crashed. "+
+		"═ holds the lock outside it, · waiting (on steps 2–6, which never wait: a refused attempt), ~ spinning on SET NX, ‖ frozen, × crashed. "+
 		"Marks: G GET stock, S SET stock, o GET lock (the owner check), D DEL lock, L Lua unlock, P TTL renewal. "+
-		"Lock lane: the owner's number while held, x expired, ! deleted by a non-owner, F failover, ? lost in the failover.", w)...)
-	b = append(b, "", sBold.Render("Faults"), "")
+		"Lock lane: ─ free, the owner's number while held, x expired, ! deleted by a non-owner, F failover, ? lost in the failover.", w)...)
+	b = append(b, "", sBold.Render("Faults"))
 	b = append(b, wrap("Faults hit the current holder: the buyer inside the critical section, or else the lock's owner. "+
 		"crash: its process dies, no deferred code runs. error: its work returns an error. slow: its work takes 3×TTL. "+
 		"pause: stop-the-world for 3×TTL. unlock-race: it freezes just before the command that deletes its lock. "+
@@ -239,17 +255,18 @@ func (m *model) helpView(w, h int) string {
 
 func (m *model) codeView(w, h int) string {
 	m.syncCode()
-	sub := m.codeSummary()
-	b := []string{m.header(w), sDim.Render(ansi.Truncate(sub, w, "…"))}
-	if m.msg != "" {
-		b = append(b, sWarn.Render(ansi.Truncate(m.msg, w, "…")))
-	}
 	k := m.keys
 	arena := key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab/c", "arena"))
-	f := m.footer(w-6, []key.Binding{k.Scroll, k.Diff, k.Steps, arena, k.Break, k.Back, k.Help, k.Quit})
+	f := m.footer(w, []key.Binding{k.Scroll, k.Diff, k.Steps, arena, k.Break, k.Back, k.Help, k.Quit})
+	b := []string{m.header(w), ""}
+	if m.msg != "" {
+		b = append(b, sWarn.Render(ansi.Truncate(oneLine(m.msg), w, "…")))
+	}
 	m.code.Width, m.code.Height = w, max(h-len(b)-strings.Count(f, "\n")-1, 1)
+	pct := fmt.Sprintf(" · %.0f%%", m.code.ScrollPercent()*100)
+	b[1] = sDim.Render(ansi.Truncate(m.codeSummary(), w-len(pct), "…") + pct)
 	b = append(b, m.code.View())
-	return strings.Join(b, "\n") + "\n" + f + "  " + sDim.Render(fmt.Sprintf("%3.0f%%", m.code.ScrollPercent()*100))
+	return strings.Join(b, "\n") + "\n" + f
 }
 
 func (m *model) codeSummary() string {
@@ -338,7 +355,7 @@ func (m *model) codeFiles() []codeFile {
 
 // syncCode fills the viewport when the step, the mode or the width changed.
 func (m *model) syncCode() {
-	id := fmt.Sprintf("%s/%v/%d", m.step().Slug, m.codeDiff, m.width)
+	id := fmt.Sprintf("%s/%v/%d", m.step().Slug, m.codeDiff, max(m.width, 20))
 	if id == m.codeFor {
 		return
 	}
@@ -356,14 +373,21 @@ func (m *model) syncCode() {
 			if op.op == '-' {
 				num = "     "
 			}
-			line := ansi.Truncate(num+string(op.op)+" "+op.text, w, "…")
-			switch op.op {
-			case '+':
-				line = sAdd.Render(line)
-			case '-':
-				line = sDel.Render(line)
+			// Long lines wrap (a doc comment's Hazard sentence is the point of it); ↪ marks the
+			// continuation.
+			for i, part := range wrapCode(op.text, w-len(num)-2) {
+				line := num + string(op.op) + " " + part
+				if i > 0 {
+					line = "   ↪ " + string(op.op) + " " + part
+				}
+				switch op.op {
+				case '+':
+					line = sAdd.Render(line)
+				case '-':
+					line = sDel.Render(line)
+				}
+				b = append(b, line)
 			}
-			b = append(b, line)
 		}
 		b = append(b, "")
 	}
@@ -380,6 +404,25 @@ func (m *model) syncCode() {
 			}
 		}
 	}
+}
+
+// wrapCode cuts a line of code into pieces of at most w columns, at spaces where it can; the
+// continuation pieces keep the line's indentation.
+func wrapCode(s string, w int) []string {
+	w = max(w, 10)
+	if ansi.StringWidth(s) <= w {
+		return []string{s}
+	}
+	indent := len(s) - len(strings.TrimLeft(s, " "))
+	if indent > w/2 {
+		indent = 0
+	}
+	pad := strings.Repeat(" ", indent)
+	lines := strings.Split(ansi.Wrap(strings.TrimLeft(s, " "), w-indent, ""), "\n")
+	for i := range lines {
+		lines[i] = pad + lines[i]
+	}
+	return lines
 }
 
 // ---- the arena ----
@@ -404,7 +447,7 @@ func (m *model) arenaView(w, h int) string {
 			mode = fmt.Sprintf("scenario %s, finished", a.scenario)
 		}
 	}
-	msg := sLabel.Render("▶ "+mode) + "  " + sWarn.Render(m.msg)
+	msg := ansi.Truncate(sLabel.Render("▶ "+mode)+"  "+sWarn.Render(oneLine(m.msg)), w, "…")
 	top = append(top, msg, a.shopLine(), a.lockLine(w), a.topoLine())
 
 	var bottom []string
@@ -423,10 +466,7 @@ func (m *model) arenaView(w, h int) string {
 		legendN = 1
 	}
 	lanes := min(nb, rest-2-legendN)
-	logN := min(rest-(2+lanes+legendN), 8, len(a.log))
-	if logN > 0 {
-		logN = max(0, logN-1) // the LOG title takes a line
-	}
+	logN := max(0, min(rest-(2+lanes+legendN)-1, 7, len(a.log))) // the LOG title takes a line
 	mid := a.timeline(w, max(lanes, 0))
 	mid = append(mid, legend[:legendN]...)
 	var out []string
@@ -439,6 +479,9 @@ func (m *model) arenaView(w, h int) string {
 		for _, l := range a.log[len(a.log)-logN:] {
 			out = append(out, sDim.Render(ansi.Truncate(l, w, "…")))
 		}
+	}
+	if len(out) > h-len(foot) { // never push the footer off the screen
+		out = out[:max(h-len(foot), 0)]
 	}
 	for len(out) < h-len(foot) {
 		out = append(out, "")
@@ -456,8 +499,12 @@ func (a *arena) shopLine() string {
 	if a.initial < 0 {
 		initial, shelf = "?", "?"
 	}
-	s := fmt.Sprintf("%s initial %s · on shelf %s · confirmed %d · %s · %.1f Redis cmds/order",
-		sLabel.Render("SHOP"), initial, shelf, a.confirmed, over, a.perOrder())
+	per := fmt.Sprintf("%.1f Redis cmds/order", a.perOrder())
+	if a.confirmed == 0 {
+		per = fmt.Sprintf("%d Redis cmds, no order yet", a.cmds())
+	}
+	s := fmt.Sprintf("%s initial %s · on shelf %s · confirmed %d · %s · %s",
+		sLabel.Render("SHOP"), initial, shelf, a.confirmed, over, per)
 	if a.drops > 0 {
 		s += sDim.Render(fmt.Sprintf(" (%d spin marks dropped)", a.drops))
 	}
@@ -465,6 +512,9 @@ func (a *arena) shopLine() string {
 }
 
 func (a *arena) lockLine(w int) string {
+	if a.noLock {
+		return sLabel.Render("LOCK") + " none — step 1 takes no lock: every buyer goes straight in"
+	}
 	owner := "free"
 	if a.owner != 0 {
 		owner = fmt.Sprintf("owner buyer %d", a.owner)
@@ -507,7 +557,7 @@ func (a *arena) invariantLines(w int) []string {
 			parts = append(parts, sBad.Render("✗ "+string(k)))
 		case !a.judged(k):
 			parts = append(parts, sDim.Render("– "+string(k)))
-		case k == steps.Stuck && !a.done:
+		case k == steps.Stuck && !a.done && a.scenario != "":
 			parts = append(parts, sDim.Render("? "+string(k)))
 		default:
 			parts = append(parts, sGood.Render("✓ "+string(k)))
@@ -528,23 +578,31 @@ func (a *arena) invariantLines(w int) []string {
 	}
 	lines = append(lines, cur)
 	var first string
+	fk, lk := a.firstLatest()
 	switch {
-	case a.first != "":
+	case a.done && a.first != "":
 		first = sBad.Render("first violation: ") + a.first
+	case fk != "":
+		s, _ := a.violated(fk)
+		first = sBad.Render("first violation: ") + s
 	case a.done && a.err == nil:
 		first = sGood.Render("✓ no violation: every judged invariant held")
 	default:
 		first = sGood.Render("✓ no violation so far")
-		if a.scenario == "" {
-			first += sDim.Render("  (– not judged here; ? judged when the session ends)")
-		} else {
+		switch {
+		case a.scenario == "":
+			first += sDim.Render("  (✗ stuck once a lock outlives its owner's order by a TTL)")
+		case a.judged(steps.Stuck):
+			first += sDim.Render("  (? stuck is judged when the scenario ends; – not judged by it)")
+		default:
 			first += sDim.Render("  (– not judged by this scenario)")
 		}
 	}
 	fl := wrap(first, w)
 	lines = append(lines, fl[:min(2, len(fl))]...)
-	if a.latest != "" {
-		lines = append(lines, ansi.Truncate(sBad.Render("then ")+a.latest, w, "…"))
+	if lk != "" && !a.done {
+		s, _ := a.violated(lk)
+		lines = append(lines, ansi.Truncate(sBad.Render("latest: ")+string(lk)+": "+s, w, "…"))
 	}
 	return lines
 }
@@ -557,7 +615,8 @@ func (m *model) lessonLines(w int) []string {
 	st := m.step()
 	var out []string
 	if a.err != nil {
-		return wrap(sBad.Render("the scenario could not run: ")+a.err.Error(), w)
+		l := wrap(sBad.Render("the scenario could not run: ")+oneLine(a.err.Error()), w)
+		return l[:min(len(l), 3)]
 	}
 	if !m.broke {
 		return wrap(sGood.Render(fmt.Sprintf("Step %d held under %s. ", st.Number, a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
@@ -588,15 +647,16 @@ func (m *model) arenaFooter(w int) []string {
 }
 
 var legendItems = [][]string{
-	{"█ inside", "▓ OVERLAP", "═ holds lock", "· waiting", "~ spinning", "‖ frozen", "× crashed"},
+	{"█ inside", "▓ OVERLAP", "═ holds", "· refused/waiting", "~ spinning", "‖ frozen", "× crashed", "─ lock free"},
 	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "F/? failover/lost"},
 }
 
-// legendLines packs the timeline's legend into lines of w columns.
+// legendLines packs the timeline's legend into lines of w columns: the lanes' glyphs first, then
+// the marks, in one flow.
 func legendLines(w int) []string {
 	var out []string
+	cur := ""
 	for _, items := range legendItems {
-		cur := ""
 		for _, it := range items {
 			if cur != "" && ansi.StringWidth(cur)+2+ansi.StringWidth(it) > w {
 				out = append(out, sDim.Render(cur))
@@ -607,9 +667,8 @@ func legendLines(w int) []string {
 			}
 			cur += it
 		}
-		out = append(out, sDim.Render(cur))
 	}
-	return out
+	return append(out, sDim.Render(cur))
 }
 
 const (
@@ -624,6 +683,9 @@ func (a *arena) timeline(w, rows int) []string {
 	first := max(0, nowB-int64(cols)+1)
 	out := []string{a.ruler(first, cols)}
 	lockStatus := "free"
+	if a.noLock {
+		lockStatus = "no lock"
+	}
 	if a.owner != 0 {
 		lockStatus = fmt.Sprintf("buyer %d", a.owner)
 	}
@@ -801,6 +863,8 @@ var sLockFree = lipgloss.NewStyle().Foreground(lipgloss.Color("238"))
 func (a *arena) cellGlyph(l *lane, c *tcell) (rune, *lipgloss.Style) {
 	if l.n == 0 { // the lock server
 		switch {
+		case a.noLock:
+			return ' ', nil
 		case c.own != 0:
 			return rune('0' + c.own%10), &sLockHeld
 		}
