@@ -17,7 +17,7 @@ import (
 
 // Env is one run's Redis topology.
 type Env interface {
-	// Backend names the backend ("embedded", "server" or "url").
+	// Backend names the backend ("embedded", "server", "container" or "url").
 	Backend() string
 	// Prefix is the run's key prefix; a run reads and writes no key outside it.
 	Prefix() string
@@ -46,7 +46,8 @@ type Env interface {
 }
 
 // Open starts the backend named by name: "" or "embedded" (in-process miniredis), "server"
-// (redis-server processes from PATH), or a "redis://host:port[/db]" / "rediss://…" URL of an
+// (redis-server processes from PATH), "container" (redis-server containers from $LAB_REDIS_IMAGE
+// on a Docker daemon), or a "redis://host:port[/db]" / "rediss://…" URL of an
 // existing server.
 func Open(name string) (Env, error) {
 	switch {
@@ -54,10 +55,12 @@ func Open(name string) (Env, error) {
 		return NewEmbedded()
 	case name == "server":
 		return NewServer()
+	case name == "container":
+		return NewContainer()
 	case strings.HasPrefix(name, "redis://") || strings.HasPrefix(name, "rediss://"):
 		return NewURL(name)
 	default:
-		return nil, fmt.Errorf("redisenv: unknown backend %q (want embedded, server or redis://host:port[/db]; container is not available yet)", name)
+		return nil, fmt.Errorf("redisenv: unknown backend %q (want embedded, server, container or redis://host:port[/db])", name)
 	}
 }
 
