@@ -428,7 +428,9 @@ func (s *Server) Dirs() []string {
 // more than once, and from CloseAll concurrently with the run's own Close.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		unregister(s)
+		// Unregister last: a CloseAll racing this Close then still finds s, and its Close call
+		// waits on closeOnce until every process is stopped and every dir removed.
+		defer unregister(s)
 		if s.admin != nil {
 			s.admin.Close()
 		}

@@ -116,7 +116,7 @@ func (u *URL) Failover(context.Context) error {
 // closes the admin client. It may be called more than once.
 func (u *URL) Close() error {
 	u.cleaned.Do(func() {
-		unregister(u)
+		defer unregister(u) // last, so a racing CloseAll waits for the keys to be gone
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		u.err = DeletePrefix(ctx, u.admin, u.prefix)
