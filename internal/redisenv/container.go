@@ -192,9 +192,10 @@ func NewContainer() (*Container, error) {
 	proxy := &replProxy{ln: ln, target: c.primary.addr, conns: map[net.Conn]struct{}{}}
 	proxy.wg.Add(1)
 	go proxy.accept()
-	c.mu.Lock() // Close takes these under c.mu
+	adminOpts := c.LockOptions() // before c.mu: its dialer takes c.mu
+	c.mu.Lock()                  // Close takes these under c.mu
 	c.proxy = proxy
-	c.admin = redis.NewClient(c.LockOptions())
+	c.admin = redis.NewClient(adminOpts)
 	c.repl = redis.NewClient(&redis.Options{Addr: c.replica.addr, PoolSize: 2, MaxRetries: -1})
 	closed = c.closed
 	c.mu.Unlock()
@@ -376,13 +377,7 @@ func (c *Container) primaryAddr() string {
 // LockOptions dials whichever container is primary at dial time; a dial during Failover waits for
 // the promoted replica.
 func (c *Container) LockOptions() *redis.Options {
-	return &redis.Options{
-		Addr: "lock-primary",
-		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, c.primaryAddr())
-		},
-	}
+	return followPrimary(c.primaryAddr)
 }
 
 // InventoryOptions dials the inventory container.

@@ -3,7 +3,6 @@ package redisenv
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 
@@ -70,13 +69,7 @@ func (e *Embedded) primaryAddr() string {
 
 // LockOptions dials whichever instance is primary at dial time.
 func (e *Embedded) LockOptions() *redis.Options {
-	return &redis.Options{
-		Addr: e.primaryAddr(), // informational: the dialer below decides
-		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, e.primaryAddr())
-		},
-	}
+	return followPrimary(e.primaryAddr)
 }
 
 // InventoryOptions dials the inventory store.

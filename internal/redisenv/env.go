@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -97,4 +98,17 @@ func dumpValue(ctx context.Context, c *redis.Client, key string) (string, bool, 
 		return "", false, nil
 	}
 	return v, err == nil, err
+}
+
+// followPrimary configures a client whose every dial reaches primary() as it is at dial time, so
+// the client follows a failover once its old connections break. Hazard: Addr is informational
+// only, but go-redis may resolve it; it must be an address, not a name that needs DNS.
+func followPrimary(primary func() string) *redis.Options {
+	return &redis.Options{
+		Addr: primary(),
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, primary())
+		},
+	}
 }

@@ -287,13 +287,7 @@ func (s *Server) primaryAddr() string {
 // LockOptions dials whichever process is primary at dial time; a dial during Failover waits for
 // the promoted replica.
 func (s *Server) LockOptions() *redis.Options {
-	return &redis.Options{
-		Addr: "lock-primary",
-		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, s.primaryAddr())
-		},
-	}
+	return followPrimary(s.primaryAddr)
 }
 
 // InventoryOptions dials the inventory node.
