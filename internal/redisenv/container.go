@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -418,33 +417,6 @@ func (c *Container) HoldReplication() {
 	defer cancel()
 	awaitCatchUp(ctx, c.primary.addr, c.repl)
 	c.proxy.hold()
-}
-
-// awaitCatchUp waits until repl's replication offset reaches primary's, or ctx ends.
-func awaitCatchUp(ctx context.Context, primary string, repl *redis.Client) {
-	pc := redis.NewClient(&redis.Options{Addr: primary, PoolSize: 1, MaxRetries: -1})
-	defer pc.Close()
-	info, err := pc.Info(ctx, "replication").Result()
-	if err != nil {
-		return
-	}
-	want, err := strconv.ParseInt(infoField(info, "master_repl_offset"), 10, 64)
-	if err != nil {
-		return
-	}
-	for {
-		info, err := repl.Info(ctx, "replication").Result()
-		if err == nil {
-			if got, err := strconv.ParseInt(infoField(info, "slave_repl_offset"), 10, 64); err == nil && got >= want {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Microsecond):
-		}
-	}
 }
 
 // Failover SIGKILLs the lock primary's container (docker kill), promotes the replica with

@@ -320,36 +320,8 @@ func (s *Server) HoldReplication() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	s.awaitCatchUp(ctx)
+	awaitCatchUp(ctx, s.primary.addr, s.repl) // the caller holds s.mu: dial the primary directly
 	s.proxy.hold()
-}
-
-// awaitCatchUp waits until the replica's replication offset reaches the primary's, or ctx ends.
-// The caller holds s.mu, so it reaches the primary directly, not through the admin's dialer.
-func (s *Server) awaitCatchUp(ctx context.Context) {
-	pc := redis.NewClient(&redis.Options{Addr: s.primary.addr, PoolSize: 1, MaxRetries: -1})
-	defer pc.Close()
-	info, err := pc.Info(ctx, "replication").Result()
-	if err != nil {
-		return
-	}
-	want, err := strconv.ParseInt(infoField(info, "master_repl_offset"), 10, 64)
-	if err != nil {
-		return
-	}
-	for {
-		info, err := s.repl.Info(ctx, "replication").Result()
-		if err == nil {
-			if got, err := strconv.ParseInt(infoField(info, "slave_repl_offset"), 10, 64); err == nil && got >= want {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Microsecond):
-		}
-	}
 }
 
 // Failover SIGKILLs the lock primary, promotes the replica with REPLICAOF NO ONE and waits until
