@@ -249,23 +249,33 @@ func (m *model) openEnv() (redisenv.Env, error) {
 	return redisenv.Open(m.opt.backend)
 }
 
+// prepareArena sets up the screen's arena for scenario ("" for live buyers) and opens a fresh
+// backend and event feed for it. It returns a nil Env when there is nothing to run: offline, or
+// Redis could not start (m.msg then says why).
+func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (redisenv.Env, *feed) {
+	m.ar = newArena(scenario, t, stock, sim.LockName, true)
+	m.ar.noLock = m.step().Number == 1
+	if m.opt.offline {
+		return nil, nil
+	}
+	env, err := m.openEnv()
+	if err != nil {
+		m.msg = "cannot start Redis: " + err.Error()
+		return nil, nil
+	}
+	m.ar.lockKey, m.ar.canFail = env.Prefix()+sim.LockName, env.CanFailover()
+	return env, newFeed(m.gen)
+}
+
 // startLive stops any session and starts live buyers on a fresh backend for the current step.
 func (m *model) startLive() tea.Cmd {
 	m.stopSession()
 	m.broke = false
 	t := m.timing()
-	m.ar = newArena("", t, m.opt.stock, sim.LockName, true)
-	m.ar.noLock = m.step().Number == 1
-	if m.opt.offline {
+	env, f := m.prepareArena("", t, m.opt.stock)
+	if env == nil {
 		return nil
 	}
-	env, err := m.openEnv()
-	if err != nil {
-		m.msg = "cannot start Redis: " + err.Error()
-		return nil
-	}
-	m.ar.lockKey, m.ar.canFail = env.Prefix()+sim.LockName, env.CanFailover()
-	f := newFeed(m.gen)
 	live, err := sim.StartLive(sim.Config{Step: m.step(), Env: env, Timing: t, Stock: m.opt.stock, OnEvent: f.push}, m.buyers)
 	if err != nil {
 		env.Close()
@@ -286,19 +296,11 @@ func (m *model) startBreak() tea.Cmd {
 	m.stopSession()
 	m.broke = false
 	t := m.timing()
-	m.ar = newArena(st.BreakWith, t, -1, sim.LockName, true)
-	m.ar.noLock = st.Number == 1
 	m.msg = fmt.Sprintf("breaking step %d with %q: %s", st.Number, st.BreakWith, steps.Describe[st.BreakWith])
-	if m.opt.offline {
+	env, f := m.prepareArena(st.BreakWith, t, -1)
+	if env == nil {
 		return nil
 	}
-	env, err := m.openEnv()
-	if err != nil {
-		m.msg = "cannot start Redis: " + err.Error()
-		return nil
-	}
-	m.ar.lockKey, m.ar.canFail = env.Prefix()+sim.LockName, env.CanFailover()
-	f := newFeed(m.gen)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{gen: m.gen, env: env, feed: f, cancel: cancel, ran: make(chan struct{}), start: time.Now()}
 	m.sess = s
