@@ -626,7 +626,7 @@ func (m *model) lessonLines(w int) []string {
 		nx := m.steps[m.cur+1]
 		out = append(out, sWarn.Render(ansi.Truncate(fmt.Sprintf("press → for step %d (%s): its code pane shows the fix as a diff", nx.Number, nx.Title), w, "…")))
 	} else {
-		out = append(out, sWarn.Render(ansi.Truncate("That was the last step: no lock on one Redis survives this. Fencing tokens are next.", w, "…")))
+		out = append(out, sWarn.Render(ansi.Truncate("That was the last step: no lock on one Redis survives this (docs/curriculum.md, module 6).", w, "…")))
 	}
 	return out
 }
