@@ -206,7 +206,7 @@ func (m *model) tick() tea.Cmd {
 		return nil
 	}
 	key := s.env.Prefix() + sim.LockName
-	adm := s.env.Admin()
+	adm := s.env.Nodes()[0].Admin()
 	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
@@ -263,7 +263,7 @@ func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (
 		m.msg = "cannot start Redis: " + err.Error()
 		return nil, nil
 	}
-	m.ar.lockKey, m.ar.canFail = env.Prefix()+sim.LockName, env.CanFailover()
+	m.ar.lockKey, m.ar.canFail = env.Prefix()+sim.LockName, env.Nodes()[0].CanFailover()
 	return env, newFeed(m.gen)
 }
 

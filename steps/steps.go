@@ -36,7 +36,19 @@ type Shop interface {
 	// take longer than the lock's TTL, freeze the process or kill it; the lab's faults live here.
 	Work(ctx context.Context) error
 	// SetStock writes the stock back (SET). A nil error confirms the order: the unit is sold.
+	// Hazard: once called, the write is on its way: a context cancelled after the call does not
+	// stop it, as a request already on the wire is not recalled.
 	SetStock(ctx context.Context, n int) error
+	// StockFenced reads the stock as Stock does, presenting a fencing token: the inventory keeps
+	// the highest token it has seen and refuses (ErrFenced) one lower than that.
+	StockFenced(ctx context.Context, token int64) (int, error)
+	// SetStockFenced writes the stock as SetStock does, only if token is not lower than the
+	// highest the inventory has seen; the check and the write are one atomic step (ErrFenced
+	// when refused: the order confirms nothing).
+	SetStockFenced(ctx context.Context, n int, token int64) error
+	// Sell takes one unit off the shelf in one atomic step, only if one is left (ErrSoldOut
+	// otherwise): no read-modify-write, so no critical section to protect.
+	Sell(ctx context.Context) error
 }
 
 // Proc is what a step's constructor is given: one simulated process. A Locker belongs to exactly
@@ -47,6 +59,9 @@ type Proc struct {
 	// Redis is this process's own client to the lock server. Hazard: after a failover it talks
 	// to the promoted replica, which may never have seen this process's lock.
 	Redis *redis.Client
+	// Nodes are this process's clients to every lock node, Nodes[0] being Redis: a quorum lock
+	// (Redlock) locks on several independent nodes; a single-node topology has one.
+	Nodes []*redis.Client
 	// TTL is the lease a step gives its lock, where it gives one.
 	TTL time.Duration
 	// Go starts a goroutine that belongs to the process (a watchdog). Its context ends when the
@@ -62,6 +77,9 @@ var (
 	ErrSoldOut = errors.New("steps: sold out")
 	// ErrNotOwner: Unlock found the lock missing or held by another process, and left it alone.
 	ErrNotOwner = errors.New("steps: lock is not held by this process")
+	// ErrFenced: the inventory refused a fenced read or write whose token was lower than one
+	// it had already seen: a newer lock holder exists.
+	ErrFenced = errors.New("steps: the inventory refused a stale fencing token")
 )
 
 // Step describes one iteration of the lock as data: the lab's picker, the matrix and the tests all

@@ -234,6 +234,7 @@ func (c *Container) startNode(role string) (*ctrNode, error) {
 			"--appendonly", "no",
 			"--repl-diskless-sync", "no", // see tryStartNode: a diskless sync may hold writes back 1 s
 			"--repl-diskless-sync-delay", "0",
+			"--notify-keyspace-events", KeyspaceEvents, // the referee's watcher reads them
 		),
 		testcontainers.WithWaitStrategy(
 			wait.ForLog("Ready to accept connections").WithStartupTimeout(containerStartTimeout),
@@ -379,13 +380,27 @@ func (c *Container) LockOptions() *redis.Options {
 	return followPrimary(c.primaryAddr)
 }
 
+// Nodes is the one lock node: the primary and its replica.
+func (c *Container) Nodes() []Node { return []Node{containerNode{c}} }
+
+// containerNode is the Container's lock primary and replica as a Node.
+type containerNode struct{ c *Container }
+
+func (n containerNode) Name() string                       { return "lock" }
+func (n containerNode) Options() *redis.Options            { return n.c.LockOptions() }
+func (n containerNode) Hook() redis.Hook                   { return nil }
+func (n containerNode) Admin() *redis.Client               { return n.c.admin }
+func (n containerNode) CanFailover() bool                  { return true }
+func (n containerNode) HoldReplication()                   { n.c.HoldReplication() }
+func (n containerNode) Failover(ctx context.Context) error { return n.c.Failover(ctx) }
+func (n containerNode) Watch(key string) (Watcher, error) {
+	return newNotifyWatcher(key, 0, n.c.LockOptions(), n.c.admin)
+}
+
 // InventoryOptions dials the inventory container.
 func (c *Container) InventoryOptions() *redis.Options {
 	return &redis.Options{Addr: c.inventory.addr}
 }
-
-// LockHook is nil: real replication needs no help from the clients.
-func (c *Container) LockHook() redis.Hook { return nil }
 
 // Admin is an uncounted client of the current lock primary.
 func (c *Container) Admin() *redis.Client { return c.admin }
@@ -395,14 +410,6 @@ func (c *Container) Exists(ctx context.Context, key string) (bool, error) {
 	n, err := c.admin.Exists(ctx, key).Result()
 	return n > 0, err
 }
-
-// Value reads key with DUMP on the admin client: the serialized value is the fingerprint.
-func (c *Container) Value(ctx context.Context, key string) (string, bool, error) {
-	return dumpValue(ctx, c.admin, key)
-}
-
-// CanFailover is true: the lock primary always starts with a replica.
-func (c *Container) CanFailover() bool { return true }
 
 // HoldReplication waits (up to a second) until the replica has applied every write the primary
 // has answered, then cuts the replication link at the proxy: no byte the primary sends after that

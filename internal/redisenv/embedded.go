@@ -3,8 +3,8 @@ package redisenv
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -21,6 +21,9 @@ type Embedded struct {
 	feed      *redis.Client // to the replica, while it is one
 
 	feedMu sync.Mutex // serialises lock commands with their replay, and with Failover
+
+	clockMu sync.Mutex // guards clock
+	clock   time.Time  // the time the primary's clock was last set to; it never goes back
 
 	mu       sync.Mutex // guards the fields below
 	primary  *miniredis.Miniredis
@@ -51,7 +54,7 @@ func NewEmbedded() (*Embedded, error) {
 		return nil, err
 	}
 	e.feed = redis.NewClient(&redis.Options{Addr: e.replica.Addr(), PoolSize: 1})
-	e.admin = redis.NewClient(e.LockOptions())
+	e.admin = redis.NewClient(followPrimary(e.primaryAddr))
 	return e, nil
 }
 
@@ -67,10 +70,20 @@ func (e *Embedded) primaryAddr() string {
 	return e.primary.Addr()
 }
 
-// LockOptions dials whichever instance is primary at dial time.
-func (e *Embedded) LockOptions() *redis.Options {
-	return followPrimary(e.primaryAddr)
-}
+// Nodes is the one lock node: the primary and its replica.
+func (e *Embedded) Nodes() []Node { return []Node{embeddedNode{e}} }
+
+// embeddedNode is the Embedded lock server as a Node.
+type embeddedNode struct{ e *Embedded }
+
+func (n embeddedNode) Name() string                       { return "lock" }
+func (n embeddedNode) Options() *redis.Options            { return followPrimary(n.e.primaryAddr) }
+func (n embeddedNode) Hook() redis.Hook                   { return feedHook{n.e} }
+func (n embeddedNode) Admin() *redis.Client               { return n.e.admin }
+func (n embeddedNode) CanFailover() bool                  { return true }
+func (n embeddedNode) HoldReplication()                   { n.e.HoldReplication() }
+func (n embeddedNode) Failover(ctx context.Context) error { return n.e.Failover(ctx) }
+func (n embeddedNode) Watch(key string) (Watcher, error)  { return newFrozenWatcher(n.e, key) }
 
 // InventoryOptions dials the inventory store.
 func (e *Embedded) InventoryOptions() *redis.Options {
@@ -79,38 +92,6 @@ func (e *Embedded) InventoryOptions() *redis.Options {
 
 // Admin is an uncounted client of the current lock primary.
 func (e *Embedded) Admin() *redis.Client { return e.admin }
-
-// Value asks the primary directly, without a network round trip: a string's value, or a hash's
-// fields and values in order, prefixed by the key's type.
-func (e *Embedded) Value(ctx context.Context, key string) (string, bool, error) {
-	e.mu.Lock()
-	m := e.primary
-	e.mu.Unlock()
-	switch t := m.Type(key); t {
-	case "":
-		return "", false, nil
-	case "string":
-		v, err := m.Get(key)
-		return "string:" + v, true, err
-	case "hash":
-		fields, err := m.HKeys(key)
-		var b strings.Builder
-		b.WriteString("hash:")
-		for _, f := range fields {
-			b.WriteString(f + "=" + m.HGet(key, f) + ";")
-		}
-		return b.String(), true, err
-	default:
-		return t, true, nil
-	}
-}
-
-// LockHook replays every command the primary answered on the replica, in the primary's order,
-// until the feed is held or the replica promoted.
-func (e *Embedded) LockHook() redis.Hook { return feedHook{e} }
-
-// CanFailover is true: the embedded lock server always has a replica.
-func (e *Embedded) CanFailover() bool { return true }
 
 // HoldReplication stops the feed: the replica keeps what it has and hears nothing more.
 func (e *Embedded) HoldReplication() {
@@ -155,6 +136,8 @@ func (e *Embedded) feeding() bool {
 	return !e.held && !e.promoted
 }
 
+// feedHook replays every command the primary answered on the replica, in the primary's order,
+// until the feed is held or the replica promoted.
 type feedHook struct{ e *Embedded }
 
 func (h feedHook) DialHook(next redis.DialHook) redis.DialHook { return next }

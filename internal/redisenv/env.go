@@ -18,34 +18,42 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Env is one run's Redis topology.
+// Env is one run's Redis topology: the lock nodes, the inventory store, the run's key prefix.
 type Env interface {
 	// Backend names the backend ("embedded", "server", "container" or "url").
 	Backend() string
 	// Prefix is the run's key prefix; a run reads and writes no key outside it.
 	Prefix() string
-	// LockOptions configures a new client of the lock server. Its dialer always reaches the
-	// current primary, so a client follows a failover once its old connections break.
-	LockOptions() *redis.Options
-	// InventoryOptions configures a new client of the inventory store.
+	// Nodes are the lock nodes. Nodes()[0] is the lock server every single-node step uses.
+	Nodes() []Node
+	// InventoryOptions configures a new client of the inventory store, which never fails over.
 	InventoryOptions() *redis.Options
-	// LockHook, when not nil, must be added to every lock-server client (the embedded backend
-	// feeds its replica through it).
-	LockHook() redis.Hook
-	// Value reads key on the current lock primary, without counting as a process's command: an
-	// opaque fingerprint of its value (equal values give equal fingerprints) and whether it
-	// exists. Hazard: a key can expire between two reads; compare fingerprints, not existence.
-	Value(ctx context.Context, key string) (string, bool, error)
-	// Admin is an uncounted client of the current lock primary, for the referee and the lab.
+	// Close stops everything the Env started and removes the run's keys.
+	Close() error
+}
+
+// Node is one lock node: a primary, with a replica that a failover promotes where the backend
+// has one.
+type Node interface {
+	// Name names the node in reports and on screen ("lock").
+	Name() string
+	// Options configures a new client of the node. Its dialer always reaches the current
+	// primary, so a client follows a failover once its old connections break.
+	Options() *redis.Options
+	// Hook, when not nil, must be added to every client of the node, after the caller's own
+	// hooks (the embedded backend feeds its replica through it).
+	Hook() redis.Hook
+	// Admin is an uncounted client of the node's current primary.
 	Admin() *redis.Client
-	// CanFailover reports whether the lock server has a replica to promote.
+	// Watch returns the referee's eye on key of this node. Hazard: it sees only what passes
+	// through its Observe; a command sent around it shows up as Change.Unseen.
+	Watch(key string) (Watcher, error)
+	// CanFailover reports whether the node has a replica to promote.
 	CanFailover() bool
 	// HoldReplication stops the replica from receiving writes, as a partition would, until Failover.
 	HoldReplication()
-	// Failover kills the lock primary and promotes the replica. Clients follow on their next dial.
+	// Failover kills the primary and promotes the replica. Clients follow on their next dial.
 	Failover(ctx context.Context) error
-	// Close stops everything the Env started and removes the run's keys.
-	Close() error
 }
 
 // Open starts the backend named by name: "" or "embedded" (in-process miniredis), "server"
@@ -91,15 +99,6 @@ func Handshake(cmds ...redis.Cmder) bool {
 		}
 	}
 	return len(cmds) > 0
-}
-
-// dumpValue fingerprints key by its DUMP serialization; a missing key is not an error.
-func dumpValue(ctx context.Context, c *redis.Client, key string) (string, bool, error) {
-	v, err := c.Dump(ctx, key).Result()
-	if err == redis.Nil {
-		return "", false, nil
-	}
-	return v, err == nil, err
 }
 
 // followPrimary configures a client whose every dial reaches primary() as it is at dial time, so

@@ -137,6 +137,7 @@ func tryStartNode(role string) (*node, error) {
 		// that race (1 start in 5 here) holds every write back for the replica's 1 s cron.
 		"--repl-diskless-sync", "no",
 		"--repl-diskless-sync-delay", "0",
+		"--notify-keyspace-events", KeyspaceEvents, // the referee's watcher reads them
 		"--logfile", "",
 	)
 	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
@@ -290,24 +291,30 @@ func (s *Server) LockOptions() *redis.Options {
 	return followPrimary(s.primaryAddr)
 }
 
+// Nodes is the one lock node: the primary and its replica.
+func (s *Server) Nodes() []Node { return []Node{serverNode{s}} }
+
+// serverNode is the Server's lock primary and replica as a Node.
+type serverNode struct{ s *Server }
+
+func (n serverNode) Name() string                       { return "lock" }
+func (n serverNode) Options() *redis.Options            { return n.s.LockOptions() }
+func (n serverNode) Hook() redis.Hook                   { return nil }
+func (n serverNode) Admin() *redis.Client               { return n.s.admin }
+func (n serverNode) CanFailover() bool                  { return true }
+func (n serverNode) HoldReplication()                   { n.s.HoldReplication() }
+func (n serverNode) Failover(ctx context.Context) error { return n.s.Failover(ctx) }
+func (n serverNode) Watch(key string) (Watcher, error) {
+	return newNotifyWatcher(key, 0, n.s.LockOptions(), n.s.admin)
+}
+
 // InventoryOptions dials the inventory node.
 func (s *Server) InventoryOptions() *redis.Options {
 	return &redis.Options{Addr: s.inventory.addr}
 }
 
-// LockHook is nil: real replication needs no help from the clients.
-func (s *Server) LockHook() redis.Hook { return nil }
-
 // Admin is an uncounted client of the current lock primary.
 func (s *Server) Admin() *redis.Client { return s.admin }
-
-// Value reads key with DUMP on the admin client: the serialized value is the fingerprint.
-func (s *Server) Value(ctx context.Context, key string) (string, bool, error) {
-	return dumpValue(ctx, s.admin, key)
-}
-
-// CanFailover is true: the server lock primary always starts with a replica.
-func (s *Server) CanFailover() bool { return true }
 
 // HoldReplication waits (up to a second) until the replica has applied every write the primary
 // has answered, then cuts the replication link at the proxy: no byte the primary sends after that

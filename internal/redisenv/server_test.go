@@ -63,8 +63,8 @@ func TestServerFailoverLosesHeldWrite(t *testing.T) {
 	if err := c.Set(ctx, second, "2", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := s.Value(ctx, second); err != nil || !ok {
-		t.Fatalf("before the failover the primary must have the second key: %v %v", ok, err)
+	if n, err := c.Exists(ctx, second).Result(); err != nil || n != 1 {
+		t.Fatalf("before the failover the primary must have the second key: %v %v", n, err)
 	}
 	before := s.Pids()
 	start := time.Now()
@@ -75,11 +75,11 @@ func TestServerFailoverLosesHeldWrite(t *testing.T) {
 	if len(s.Pids()) != len(before)-1 {
 		t.Errorf("the primary should be dead: pids %v, then %v", before, s.Pids())
 	}
-	if _, ok, err := s.Value(ctx, first); err != nil || !ok {
-		t.Errorf("the promoted replica lost the write made before the hold: exists=%v err=%v", ok, err)
+	if n, err := c.Exists(ctx, first).Result(); err != nil || n != 1 {
+		t.Errorf("the promoted replica lost the write made before the hold: exists=%v err=%v", n, err)
 	}
-	if _, ok, err := s.Value(ctx, second); err != nil || ok {
-		t.Errorf("the promoted replica has the write made after the hold: exists=%v err=%v", ok, err)
+	if n, err := c.Exists(ctx, second).Result(); err != nil || n != 0 {
+		t.Errorf("the promoted replica has the write made after the hold: exists=%v err=%v", n, err)
 	}
 	// The old client follows the new primary on its own.
 	if err := c.Set(ctx, s.Prefix()+"third", "3", 0).Err(); err != nil {

@@ -87,19 +87,62 @@ func (u *URL) Prefix() string { return u.prefix }
 // LockOptions configures a client of the server.
 func (u *URL) LockOptions() *redis.Options { return u.options() }
 
+// Nodes is the one lock node: the server itself.
+func (u *URL) Nodes() []Node { return []Node{urlNode{u}} }
+
+// urlNode is the URL's server as a lock node.
+type urlNode struct{ u *URL }
+
+func (n urlNode) Name() string            { return "lock" }
+func (n urlNode) Options() *redis.Options { return n.u.options() }
+func (n urlNode) Hook() redis.Hook        { return nil }
+func (n urlNode) Admin() *redis.Client    { return n.u.admin }
+func (n urlNode) CanFailover() bool       { return false }
+func (n urlNode) HoldReplication()        {}
+func (n urlNode) Failover(ctx context.Context) error {
+	return errors.New("redisenv: the url backend is a single existing server; it cannot fail over")
+}
+
+// Watch watches key exactly through keyspace events if the server already publishes them
+// (notify-keyspace-events with K and every class); otherwise by reading the key before and after
+// each command, which is exact except near an expiry and says so. It never changes the server's
+// configuration: that is not the lab's to touch.
+func (n urlNode) Watch(key string) (Watcher, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), reachTimeout)
+	defer cancel()
+	if publishesKeyspaceEvents(ctx, n.u.admin) {
+		return newNotifyWatcher(key, n.u.opts.DB, n.u.options(), n.u.admin)
+	}
+	return newPollWatcher(key, n.u.admin)
+}
+
+// publishesKeyspaceEvents reports whether the server publishes every keyspace event the notifying
+// watcher needs; false also when CONFIG GET is refused.
+func publishesKeyspaceEvents(ctx context.Context, c *redis.Client) bool {
+	cfg, err := c.ConfigGet(ctx, "notify-keyspace-events").Result()
+	if err != nil {
+		return false
+	}
+	flags := cfg["notify-keyspace-events"]
+	if !strings.ContainsRune(flags, 'K') {
+		return false
+	}
+	if strings.ContainsRune(flags, 'A') {
+		return true
+	}
+	for _, c := range "g$lshzxe" {
+		if !strings.ContainsRune(flags, c) {
+			return false
+		}
+	}
+	return true
+}
+
 // InventoryOptions configures a client of the same server: the inventory shares it with the lock.
 func (u *URL) InventoryOptions() *redis.Options { return u.options() }
 
-// LockHook is nil.
-func (u *URL) LockHook() redis.Hook { return nil }
-
 // Admin is an uncounted client of the server.
 func (u *URL) Admin() *redis.Client { return u.admin }
-
-// Value reads key with DUMP on the admin client: the serialized value is the fingerprint.
-func (u *URL) Value(ctx context.Context, key string) (string, bool, error) {
-	return dumpValue(ctx, u.admin, key)
-}
 
 // CanFailover is false: one node has no replica to promote.
 func (u *URL) CanFailover() bool { return false }

@@ -86,8 +86,8 @@ func TestURLLeavesOtherKeysAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if env.Backend() != "url" || env.CanFailover() {
-				t.Fatalf("backend %q, CanFailover %v", env.Backend(), env.CanFailover())
+			if env.Backend() != "url" || env.Nodes()[0].CanFailover() {
+				t.Fatalf("backend %q, CanFailover %v", env.Backend(), env.Nodes()[0].CanFailover())
 			}
 			rep, err := sim.Run(ctx, sim.Config{Step: st, Env: env}, sc)
 			switch {
@@ -183,11 +183,11 @@ func TestURLFailoverRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Close()
-	env.HoldReplication()
-	if err := env.Failover(context.Background()); err == nil {
+	env.Nodes()[0].HoldReplication()
+	if err := env.Nodes()[0].Failover(context.Background()); err == nil {
 		t.Error("Failover on the url backend should return an error")
 	}
-	if env.Admin().Ping(context.Background()).Err() != nil {
+	if env.Nodes()[0].Admin().Ping(context.Background()).Err() != nil {
 		t.Error("the server should still answer after a refused failover")
 	}
 }

@@ -33,16 +33,18 @@ type Arena struct {
 	t        Timing
 	lockKey  string
 	stockKey string
+	seqKey   string // the inventory's own order of the shop's commands: INCR in the same MULTI or script
+	fenceKey string // the highest fencing token the inventory has seen
 	start    time.Time
 	onEvent  func(Event)
-	inv      *redis.Client // uncounted: sets up and reads back the stock
+	inv      *redis.Client // uncounted: stocks the shelf, stamps, reads back
+	nodes    []*nodeEye
 
-	lockMu        sync.Mutex // serialises lock commands with the owner tracking around them
-	failoverArmed bool       // guarded by lockMu
-
-	mu    sync.Mutex // guards the referee's state below and procs
-	procs []*process
-	ref   referee
+	mu       sync.Mutex // guards the referee's state below, procs and the orders
+	procs    []*process
+	nextID   int    // the last order id handed out
+	timedOut string // why a scripted run did not finish, if it did not
+	ref      referee
 }
 
 // LockName is the product lock's key under a run's prefix: the lock of a run on env is
@@ -57,12 +59,15 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 	if cfg.Timing == (Timing{}) {
 		cfg.Timing = DefaultTiming()
 	}
+	pre := cfg.Env.Prefix()
 	a := &Arena{
 		step:     cfg.Step,
 		env:      cfg.Env,
 		t:        cfg.Timing,
-		lockKey:  cfg.Env.Prefix() + LockName,
-		stockKey: cfg.Env.Prefix() + "stock:product:1001",
+		lockKey:  pre + LockName,
+		stockKey: pre + "stock:product:1001",
+		seqKey:   pre + "stock:product:1001:seq",
+		fenceKey: pre + "stock:product:1001:fence",
 		onEvent:  cfg.OnEvent,
 		start:    time.Now(),
 	}
@@ -70,6 +75,15 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 	if err := a.inv.Set(ctx, a.stockKey, cfg.Stock, 0).Err(); err != nil {
 		a.inv.Close()
 		return nil, fmt.Errorf("sim: stocking the shelf: %w", err)
+	}
+	for i, n := range cfg.Env.Nodes() {
+		w, err := n.Watch(a.lockKey)
+		if err != nil {
+			a.closeNodes()
+			a.inv.Close()
+			return nil, fmt.Errorf("sim: the referee cannot watch the lock on %s: %w", n.Name(), err)
+		}
+		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, owners: map[string]int{}})
 	}
 	a.ref = newReferee(cfg.Stock)
 	return a, nil
@@ -84,16 +98,20 @@ func (a *Arena) Timing() Timing { return a.t }
 // Since is the arena's time now.
 func (a *Arena) Since() time.Duration { return time.Since(a.start) }
 
-// unlockFreeze is how long the unlock-race fault freezes a process: past its lock's TTL.
+// unlockFreeze is how long the unlock-race fault freezes a process in a live session: past its
+// lock's TTL.
 func (a *Arena) unlockFreeze() time.Duration { return a.t.TTL * 9 / 5 }
 
-// holdCap is the longest a held buyer stays inside past its work: it ends well within its own TTL.
-func (a *Arena) holdCap() time.Duration { return a.t.TTL * 4 / 5 }
+// holdCap is the longest a held buyer stays inside past its work, waiting for its counterpart.
+func (a *Arena) holdCap() time.Duration { return 2 * a.t.TTL }
 
-// addBuyer starts a new process; hold, when not nil, keeps its work inside until it closes.
+// addBuyer starts a new process.
 func (a *Arena) addBuyer() *process {
 	a.mu.Lock()
-	p := newProcess(a, len(a.procs)+1)
+	n := len(a.procs) + 1
+	a.mu.Unlock()
+	p := newProcess(a, n)
+	a.mu.Lock()
 	a.procs = append(a.procs, p)
 	a.mu.Unlock()
 	return p
@@ -101,17 +119,20 @@ func (a *Arena) addBuyer() *process {
 
 // order runs one order of p through the step's handler and reports it to the referee.
 func (a *Arena) order(ctx context.Context, p *process, hold <-chan struct{}) error {
-	p.mu.Lock()
-	p.wrote = false
-	p.order++
-	p.mu.Unlock()
+	a.mu.Lock()
+	a.nextID++
+	p.orders++
+	o := &order{id: a.nextID, p: p, k: p.orders, began: a.Since()}
+	p.current = append(p.current, o)
+	a.ref.orders = append(a.ref.orders, o)
+	a.mu.Unlock()
 	a.emit(Event{Kind: EvStart, Buyer: p.n})
-	err := a.step.Order(ctx, p.locker, &shop{p: p, hold: hold})
-	a.done(p, err)
+	err := a.step.Order(withOrder(ctx, o), p.locker, &shop{p: p, o: o, hold: hold})
+	a.done(o, err)
 	return err
 }
 
-// emit timestamps e, feeds the referee's log and the subscriber. Callers may hold a.mu.
+// emit timestamps e and hands it to the subscriber. Callers may hold a.mu.
 func (a *Arena) emit(e Event) {
 	e.At = time.Since(a.start)
 	if a.onEvent != nil {
@@ -119,211 +140,127 @@ func (a *Arena) emit(e Event) {
 	}
 }
 
-// command counts one Redis command of p and tells the subscriber what it was.
-func (a *Arena) command(p *process, cmd redis.Cmder, lock bool) {
+// count counts commands of p (the probe's are not counted) and tells the subscriber what they were.
+func (a *Arena) count(p *process, cmds []redis.Cmder, node int) {
+	a.countN(p, len(cmds), a.label(cmds, node))
+}
+
+func (a *Arena) countN(p *process, n int, label string) {
+	if p.n == 0 {
+		return
+	}
 	a.mu.Lock()
-	a.ref.commands++
+	a.ref.commands += n
 	if a.ref.commands > steps.FloodLimit*(a.ref.confirmed+1) {
 		a.ref.announce(a, steps.Flood, floodSentence(a.ref.commands, a.ref.confirmed))
 	}
 	a.mu.Unlock()
 	if a.onEvent != nil {
-		a.emit(Event{Kind: EvCommand, Buyer: p.n, Detail: a.label(cmd, lock)})
+		a.emit(Event{Kind: EvCommand, Buyer: p.n, Detail: label})
 	}
 }
 
-// label names a command the way the timeline shows it: "SET NX lock", "GET stock", "EVALSHA lock".
-func (a *Arena) label(cmd redis.Cmder, lock bool) string {
-	args := cmd.Args()
-	name := strings.ToUpper(cmd.Name())
-	for _, x := range args[1:] {
-		if s, ok := x.(string); ok && strings.EqualFold(s, "nx") {
-			name += " NX"
+// label names commands the way the timeline shows them: "SET NX lock", "GET stock",
+// "EVALSHA lock"; a pipeline's are joined with " + ".
+func (a *Arena) label(cmds []redis.Cmder, node int) string {
+	parts := make([]string, 0, len(cmds))
+	for _, cmd := range cmds {
+		name := strings.ToUpper(cmd.Name())
+		for _, x := range cmd.Args()[1:] {
+			if s, ok := x.(string); ok && strings.EqualFold(s, "nx") {
+				name += " NX"
+			}
 		}
+		switch {
+		case touches(cmd, a.lockKey):
+			name += " lock"
+		case touches(cmd, a.stockKey):
+			name += " stock"
+		default:
+			name += " (lock server)"
+		}
+		if len(a.nodes) > 1 {
+			name += fmt.Sprintf(" @%d", node+1)
+		}
+		parts = append(parts, name)
 	}
-	switch {
-	case touches(cmd, a.lockKey):
-		return name + " lock"
-	case touches(cmd, a.stockKey):
-		return name + " stock"
-	case lock:
-		return name + " (lock server)"
-	}
-	return name
+	return strings.Join(parts, " + ")
 }
 
-// trackLock runs one lock-server command of p with the lock's value read before and after it, so
-// the referee knows who created the lock, who changed it and who deleted it. It is also where an
-// armed failover holds the replication back before a lock is written, and fails over right after.
-//
-// Hazard: a lock can expire in the instant between the read and the command. The referee then
-// sees the value change hands (not "still held") and reads a DEL or script that answered 0 as
-// deleting nothing, so an expiry is never mistaken for a takeover or a foreign release.
-func (a *Arena) trackLock(ctx context.Context, p *process, cmd redis.Cmder, next redis.ProcessHook) error {
-	a.lockMu.Lock()
-	defer a.lockMu.Unlock()
-	vb, before, err := a.env.Value(ctx, a.lockKey)
+// stamp takes the inventory's next sequence number: a moment in the inventory's own order, for an
+// event that is not one of its commands (a handler returned, an unlock began, a process died).
+func (a *Arena) stamp() int64 {
+	n, err := a.inv.Incr(context.Background(), a.seqKey).Result()
 	if err != nil {
-		return next(ctx, cmd)
+		return 0
 	}
+	return n
+}
+
+// crashed ends every order p had under way, as far as the shop is concerned.
+func (a *Arena) crashed(p *process) {
+	seq := a.stamp()
 	a.mu.Lock()
-	if !before && a.ref.owner != 0 {
-		a.emit(Event{Kind: EvExpired, Other: a.ref.owner})
-		a.ref.owner = 0
+	defer a.mu.Unlock()
+	for _, o := range p.current {
+		a.ref.leave(a, o, seq, false)
 	}
-	a.mu.Unlock()
-	if !before && a.failoverArmed {
-		a.env.HoldReplication()
-	}
-	err = next(ctx, cmd)
-	va, after, xerr := a.env.Value(ctx, a.lockKey)
-	if xerr != nil {
-		return err
-	}
+}
+
+// done ends o: it leaves the critical section if it was still inside without having written,
+// and an order that sold nothing and never got in while units remained is a lost sale.
+func (a *Arena) done(o *order, err error) {
+	a.closeSpan(o)
+	p := o.p
 	a.mu.Lock()
-	owner := a.ref.owner
-	switch {
-	case after && (!before || va != vb) && owner != p.n:
-		if before && owner != 0 {
-			// The value changed hands under one command: the old lock expired first.
-			a.emit(Event{Kind: EvExpired, Other: owner})
+	defer a.mu.Unlock()
+	o.done = true
+	p.lastDone = a.Since()
+	for i, x := range p.current {
+		if x == o {
+			p.current = append(p.current[:i:i], p.current[i+1:]...)
+			break
 		}
-		a.ref.owner = p.n
-		a.emit(Event{Kind: EvAcquired, Buyer: p.n})
-	case before && !after && deletedNothing(cmd):
-		// It expired just before this command, which found nothing to delete.
-		a.ref.owner = 0
-		if owner != 0 {
-			a.emit(Event{Kind: EvExpired, Other: owner})
-		}
-	case before && !after && owner == p.n:
-		a.ref.owner = 0
-		a.emit(Event{Kind: EvReleased, Buyer: p.n})
-	case before && !after:
-		a.ref.foreignRelease(a, p.n)
-	case before && after && va == vb && owner != p.n && a.ref.waits[p.n] != p.order:
-		a.ref.waits[p.n] = p.order
-		a.emit(Event{Kind: EvWaiting, Buyer: p.n, Other: owner})
 	}
-	if before && !after {
-		// A process that deletes the lock has left its critical section, even if its handler
-		// has not returned yet: the next holder may enter before it does.
-		a.ref.exit(a, p.n)
-	}
-	a.mu.Unlock()
-	if !before && after && a.failoverArmed {
-		a.failoverArmed = false
-		a.failover(ctx)
-	}
-	return err
-}
-
-// deletedNothing reports whether cmd answered the integer 0, as DEL and a compare-and-delete
-// script do when there was nothing of theirs to delete.
-func deletedNothing(cmd redis.Cmder) bool {
-	switch c := cmd.(type) {
-	case *redis.IntCmd:
-		return c.Err() == nil && c.Val() == 0
-	case *redis.Cmd:
-		n, err := c.Int64()
-		return err == nil && n == 0
-	}
-	return false
-}
-
-// failover kills the lock primary and promotes the replica; the caller holds lockMu.
-func (a *Arena) failover(ctx context.Context) {
-	if err := a.env.Failover(ctx); err != nil {
-		a.emit(Event{Kind: EvFailover, Detail: "failed: " + err.Error()})
-		return
-	}
-	_, still, _ := a.env.Value(ctx, a.lockKey)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.failedOver = true
-	a.emit(Event{Kind: EvFailover, Detail: "the lock primary died; the replica, which never saw the last lock write, is primary now"})
-	if !still && a.ref.owner != 0 {
-		a.emit(Event{Kind: EvLost, Other: a.ref.owner})
-		a.ref.owner = 0
-	}
-}
-
-// armFailover makes the next lock write skip the replica, and fails over right after it.
-func (a *Arena) armFailover() error {
-	if !a.env.CanFailover() {
-		return fmt.Errorf("sim: the %s backend has no replica to fail over to", a.env.Backend())
-	}
-	a.lockMu.Lock()
-	defer a.lockMu.Unlock()
-	a.mu.Lock()
-	done := a.ref.failedOver
-	a.mu.Unlock()
-	if done {
-		return errors.New("sim: the replica was already promoted; reset to fail over again")
-	}
-	a.failoverArmed = true
-	return nil
-}
-
-func (a *Arena) enter(p *process, stock int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.enter(a, p.n, stock)
-}
-
-func (a *Arena) write(p *process, stock int) {
-	p.mu.Lock()
-	p.wrote = true
-	p.mu.Unlock()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.write(a, p.n, stock)
-}
-
-func (a *Arena) exit(p *process) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.exit(a, p.n)
-}
-
-func (a *Arena) reentryFailed(p *process, why string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.reentryFailed(a, p.n, why)
-}
-
-// done ends p's order: it leaves the critical section, and a refusal while stock remained is a
-// lost sale.
-func (a *Arena) done(p *process, err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.exit(a, p.n)
-	refused := errors.Is(err, steps.ErrBusy) ||
-		(!a.ref.entered(p.n, p.order) && errors.Is(err, context.DeadlineExceeded))
-	if refused && !p.isDead() {
-		a.ref.rejected(a, p.n)
+	if !o.entered() && o.confirmed == 0 && !p.isDead() && p.ctx.Err() == nil {
+		a.ref.rejected(a, o)
 	}
 	detail := "ok"
 	if err != nil {
 		detail = strings.ReplaceAll(err.Error(), "\n", "; ")
-		p.mu.Lock()
-		if p.wrote {
+		if o.confirmed > 0 {
 			detail = "sold, but " + detail
 		}
-		p.mu.Unlock()
+	} else if o.confirmed == 0 {
+		detail = "ok, but sold nothing"
 	}
 	a.emit(Event{Kind: EvDone, Buyer: p.n, Detail: detail})
 }
 
+// closeSpan ends o's critical section at this moment of the inventory's order, unless it has
+// written (its write ended it) or has not entered.
+func (a *Arena) closeSpan(o *order) {
+	a.mu.Lock()
+	open := o.entered() && o.endSeq == 0
+	a.mu.Unlock()
+	if !open {
+		return
+	}
+	seq := a.stamp()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ref.leave(a, o, seq, false)
+}
+
 // Holder is the buyer inside the critical section (the first in, if several are), or else the
-// lock's owner; 0 if there is none.
+// lock's owner on the first node; 0 if there is none.
 func (a *Arena) Holder() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if n := a.ref.firstInside(); n != 0 {
-		return n
+	if o := a.ref.firstInside(); o != nil {
+		return o.p.n
 	}
-	return a.ref.owner
+	return max(a.nodes[0].owner(), 0)
 }
 
 func (a *Arena) proc(n int) *process {
@@ -335,12 +272,13 @@ func (a *Arena) proc(n int) *process {
 	return a.procs[n-1]
 }
 
-// Inject plays fault on the current holder at once where it can (crash, pause), in its work if it
-// is working (error, slow, reentrant), or at its next moment (unlock-race). A failover is armed
-// for the next lock write, whoever makes it. It returns the buyer it targeted (0 for a failover).
+// Inject plays fault on the current holder: at once where it can (crash), in its work if it is
+// working (error, slow, reentrant), or at its next moment (pause at its stock write, unlock-race
+// at its unlock). A failover is armed for the next lock write, whoever makes it. It returns the
+// buyer it targeted (0 for a failover).
 func (a *Arena) Inject(f Fault) (int, error) {
 	if f == FaultFailover {
-		return 0, a.armFailover()
+		return 0, a.armFailover(0)
 	}
 	n := a.Holder()
 	p := a.proc(n)
@@ -351,9 +289,6 @@ func (a *Arena) Inject(f Fault) (int, error) {
 	case FaultCrash:
 		a.emit(Event{Kind: EvFault, Buyer: n, Detail: "crash: the process dies"})
 		p.crash()
-	case FaultPause:
-		a.emit(Event{Kind: EvFault, Buyer: n, Detail: "pause: the process stops the world for 3 × TTL"})
-		p.freeze(3 * a.t.TTL)
 	default:
 		p.arm(f)
 	}
@@ -361,16 +296,16 @@ func (a *Arena) Inject(f Fault) (int, error) {
 }
 
 // Report judges the run so far for scenario sc (its judged kinds become the violations), reading
-// the final stock and the lock from Redis.
+// the final stock from the inventory.
 func (a *Arena) Report(ctx context.Context, sc steps.Scenario) *Report {
+	st := a.probe(ctx)
 	final, err := a.inv.Get(ctx, a.stockKey).Int()
 	if err != nil {
 		final = -1
 	}
-	_, held, _ := a.env.Value(ctx, a.lockKey)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.ref.report(a, sc, final, held)
+	return a.ref.report(a, sc, final, st, a.timedOut)
 }
 
 // Close stops every process and removes the run's keys. Its caller has waited for the orders.
@@ -382,7 +317,16 @@ func (a *Arena) Close() {
 		p.close()
 	}
 	ctx := context.Background()
-	a.inv.Del(ctx, a.stockKey)
-	a.env.Admin().Del(ctx, a.lockKey)
+	a.inv.Del(ctx, a.stockKey, a.seqKey, a.fenceKey)
+	for _, e := range a.nodes {
+		e.node.Admin().Del(ctx, a.lockKey)
+	}
+	a.closeNodes()
 	a.inv.Close()
+}
+
+func (a *Arena) closeNodes() {
+	for _, e := range a.nodes {
+		e.w.Close()
+	}
 }

@@ -35,6 +35,9 @@ const (
 	EvFailover  EventKind = "failover"  // the lock primary died; the replica is primary now
 	EvReentry   EventKind = "reentry"   // Buyer's nested acquire failed (Detail says how)
 	EvViolation EventKind = "violation" // the referee found a violation (Kind, Detail: a sentence)
+	EvRefused   EventKind = "refused"   // Buyer's Lock answered false or failed
+	EvOverlap   EventKind = "overlap"   // Other's and Buyer's orders were inside together (Detail: a sentence)
+	EvFenced    EventKind = "fenced"    // the inventory refused Buyer's stale fencing token (Detail says what)
 )
 
 // Event is one thing that happened in an arena. Buyers are numbered from 1; 0 is nobody.
@@ -44,6 +47,7 @@ type Event struct {
 	Buyer  int
 	Other  int
 	Stock  int
+	Node   int // the lock node, for lock events; 0 is the first (and often only) one
 	Detail string
 	Viol   steps.Kind // for EvViolation
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,10 +18,16 @@ type Live struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	mu     sync.Mutex
-	active []context.CancelFunc // one per buyer still ordering
+	active []*liveBuyer // buyers still ordering, oldest first
 	paused bool
 	wake   chan struct{}
 	wg     sync.WaitGroup
+}
+
+// liveBuyer is one buyer of a live session; retired, it finishes the order under way and stops.
+type liveBuyer struct {
+	p       *process
+	retired chan struct{}
 }
 
 // StartLive stocks the shelf and starts buyers buyers.
@@ -32,6 +39,8 @@ func StartLive(cfg Config, buyers int) (*Live, error) {
 	l := &Live{a: a, wake: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.SetBuyers(buyers)
+	l.wg.Add(1)
+	go l.watchStuck()
 	return l, nil
 }
 
@@ -45,21 +54,21 @@ func (l *Live) Buyers() int {
 	return len(l.active)
 }
 
-// SetBuyers starts new buyers or retires the newest ones (a retired buyer finishes its order).
+// SetBuyers starts new buyers or retires the newest ones. A retired buyer finishes the order it
+// has under way, unlock included, and places no other: retiring must never be the fault.
 func (l *Live) SetBuyers(n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(l.active) > n {
 		last := len(l.active) - 1
-		l.active[last]()
+		close(l.active[last].retired)
 		l.active = l.active[:last]
 	}
 	for len(l.active) < n {
-		ctx, cancel := context.WithCancel(l.ctx)
-		l.active = append(l.active, cancel)
-		p := l.a.addBuyer()
+		b := &liveBuyer{p: l.a.addBuyer(), retired: make(chan struct{})}
+		l.active = append(l.active, b)
 		l.wg.Add(1)
-		go l.run(ctx, p, len(l.active))
+		go l.run(b, len(l.active))
 	}
 }
 
@@ -92,9 +101,19 @@ func (l *Live) gate() (bool, <-chan struct{}) {
 
 // run is one buyer's life: order, think, order again, while stock remains. The i-th buyer starts
 // a little after the one before, so arrivals spread out.
-func (l *Live) run(ctx context.Context, p *process, i int) {
+func (l *Live) run(b *liveBuyer, i int) {
 	defer l.wg.Done()
-	t := l.a.t
+	p, t := b.p, l.a.t
+	// ctx ends when the buyer retires or the session stops; the order under way does not see it.
+	ctx, cancel := context.WithCancel(l.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-b.retired:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if p.sleep(ctx, time.Duration(i-1)*t.Work/3) != nil {
 		return
 	}
@@ -113,9 +132,9 @@ func (l *Live) run(ctx context.Context, p *process, i int) {
 			}
 			continue
 		}
-		octx, cancel := context.WithTimeout(ctx, 20*t.TTL)
+		octx, ocancel := context.WithTimeout(l.ctx, 20*t.TTL)
 		err := l.a.order(octx, p, nil)
-		cancel()
+		ocancel()
 		think := 2 * t.Work
 		if errors.Is(err, steps.ErrBusy) {
 			think = t.Work
@@ -123,6 +142,37 @@ func (l *Live) run(ctx context.Context, p *process, i int) {
 		if p.sleep(ctx, think) != nil {
 			return
 		}
+	}
+}
+
+// watchStuck judges stuck while the session runs: the lock still held, a TTL after its owner's
+// last order ended (or its process died), while units remain.
+func (l *Live) watchStuck() {
+	defer l.wg.Done()
+	tick := time.NewTicker(l.a.t.TTL / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		a := l.a
+		st := a.Lock(l.ctx)
+		if !st.Held || st.Owner == 0 {
+			continue
+		}
+		p := a.proc(st.Owner)
+		a.mu.Lock()
+		idle := len(p.current) == 0 && (p.isDead() || a.Since()-p.lastDone > a.t.TTL)
+		if idle && a.ref.shelf > 0 {
+			how := "whose order has ended"
+			if p.isDead() {
+				how = "whose process has died"
+			}
+			a.ref.announce(a, steps.Stuck, fmt.Sprintf("the lock is still held by buyer %d, %s, while %s on the shelf: nobody can buy them", st.Owner, how, units(a.ref.shelf)))
+		}
+		a.mu.Unlock()
 	}
 }
 
@@ -137,27 +187,4 @@ func (l *Live) Stop() *Report {
 	rep := l.a.Report(context.Background(), "")
 	l.a.Close()
 	return rep
-}
-
-// LockState is what the lock server says about the lock right now.
-type LockState struct {
-	Held       bool
-	Value      string        // the lock's value: a process id, a token
-	TTL        time.Duration // remaining; -1 when the key has no expiry
-	Owner      int           // the buyer whose command created it, as the referee saw
-	FailedOver bool          // the replica has been promoted
-}
-
-// Lock reads the lock's value and remaining TTL from the current primary.
-func (a *Arena) Lock(ctx context.Context) LockState {
-	adm := a.env.Admin()
-	v, err := adm.Get(ctx, a.lockKey).Result()
-	st := LockState{Held: err == nil, Value: v}
-	if st.Held {
-		st.TTL, _ = adm.PTTL(ctx, a.lockKey).Result()
-	}
-	a.mu.Lock()
-	st.Owner, st.FailedOver = a.ref.owner, a.ref.failedOver
-	a.mu.Unlock()
-	return st
 }

@@ -11,54 +11,62 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// process is one simulated buyer process: its own Redis clients, its own Locker, its goroutines.
-// Every command it sends passes its hook, which is where freezes, crashes and the simulated network
-// act. Hazard: Go cannot kill a goroutine, so a crashed process's code may still run; the hook makes
-// sure none of it reaches Redis.
+// process is one simulated buyer process: its own Redis clients (one per lock node, one to the
+// inventory), its own Locker, its goroutines. Every command it sends passes its hooks, which are
+// its network: freezes, crashes, partitions and the round trip act there. Hazard: Go cannot kill a
+// goroutine, so a crashed process's code may still run; the hooks make sure none of it reaches
+// Redis.
 type process struct {
 	a      *Arena
-	n      int
+	n      int // buyers count from 1; the end-of-run probe is 0
 	name   string
-	lock   *redis.Client
+	lock   []*redis.Client // one per lock node
 	inv    *redis.Client
-	locker steps.Locker
-	ctx    context.Context // ends when the process dies
+	locker *observedLocker
+	ctx    context.Context // ends when the process dies or the arena closes
 	kill   context.CancelFunc
 	dead   chan struct{}
 	wg     sync.WaitGroup // goroutines started through Proc.Go
 
-	mu     sync.Mutex
-	gate   chan struct{} // closed while the process runs; open while it is frozen
-	thawAt time.Time
-	armed  Fault         // a fault waiting for its moment
-	poke   chan struct{} // wakes the work when a fault is injected into it
-	inWork bool
-	wrote  bool // the current order has written the stock: its next delete is the unlock
-	order  int  // orders started
+	mu       sync.Mutex
+	gate     chan struct{} // closed while the process runs; open while it is frozen
+	thawAt   time.Time
+	armed    Fault         // a fault waiting for its moment
+	poke     chan struct{} // wakes the work when a fault is injected into it
+	orders   int           // orders started
+	current  []*order      // orders under way
+	lastDone time.Duration // when its last order ended
 
-	// witness, set by a scripted scenario, closes when the buyer its fault is staged for has
-	// entered the critical section, found the lock taken, or finished. A slow, paused or frozen
-	// holder is not back before that (or before witnessCap after its fault began), so the
-	// interleaving a scenario forces does not depend on how fast the machine runs.
+	// witness, set by a scripted scenario, closes when the buyer this process's fault is staged
+	// for has entered the critical section, found the lock taken, or finished. A staged fault
+	// lasts until then (or witnessCap), not for a fixed time, so the interleaving a scenario
+	// forces holds however late either side runs.
 	witness    <-chan struct{}
 	witnessCap time.Duration
 }
 
 func newProcess(a *Arena, n int) *process {
 	p := &process{a: a, n: n, name: "buyer-" + strconv.Itoa(n), dead: make(chan struct{}), poke: make(chan struct{}, 1)}
+	if n == 0 {
+		p.name = "probe"
+	}
 	p.gate = make(chan struct{})
 	close(p.gate)
 	p.ctx, p.kill = context.WithCancel(context.Background())
-	lo := a.env.LockOptions()
-	lo.MaxRetries = 3
-	p.lock = redis.NewClient(lo)
-	p.lock.AddHook(hook{p: p, lock: true})
-	if h := a.env.LockHook(); h != nil {
-		p.lock.AddHook(h)
+	for i, node := range a.env.Nodes() {
+		o := node.Options()
+		o.MaxRetries = 3
+		c := redis.NewClient(o)
+		c.AddHook(lockHook{p: p, node: i})
+		if h := node.Hook(); h != nil {
+			c.AddHook(h)
+		}
+		p.lock = append(p.lock, c)
 	}
 	p.inv = redis.NewClient(a.env.InventoryOptions())
-	p.inv.AddHook(hook{p: p})
-	p.locker = a.step.New(steps.Proc{ID: p.name, Redis: p.lock, TTL: a.t.TTL, Go: p.spawn})
+	p.inv.AddHook(invHook{p: p})
+	inner := a.step.New(steps.Proc{ID: p.name, Redis: p.lock[0], Nodes: p.lock, TTL: a.t.TTL, Go: p.spawn})
+	p.locker = &observedLocker{p: p, inner: inner}
 	return p
 }
 
@@ -80,7 +88,7 @@ func (p *process) isDead() bool {
 	}
 }
 
-// crash kills the process: its context ends, its connections close, and its hook refuses every
+// crash kills the process: its context ends, its connections close, and its hooks refuse every
 // command from now on.
 func (p *process) crash() {
 	p.mu.Lock()
@@ -91,17 +99,23 @@ func (p *process) crash() {
 	close(p.dead)
 	p.mu.Unlock()
 	p.kill()
-	p.lock.Close()
+	for _, c := range p.lock {
+		c.Close()
+	}
 	p.inv.Close()
 	p.a.emit(Event{Kind: EvCrashed, Buyer: p.n})
-	p.a.exit(p)
+	p.a.crashed(p)
 }
 
-// freeze stops the whole process for d: no command of it leaves until it thaws.
+// freeze stops the whole process: no command of it leaves until it thaws, after d, or, when the
+// process is staged, once its witness has acted (at most witnessCap after now).
 func (p *process) freeze(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	until := time.Now().Add(d)
+	if p.witness != nil {
+		until = time.Now().Add(p.witnessCap)
+	}
 	if until.Before(p.thawAt) {
 		return
 	}
@@ -110,14 +124,14 @@ func (p *process) freeze(d time.Duration) {
 	case <-p.gate:
 		p.gate = make(chan struct{})
 		p.a.emit(Event{Kind: EvFrozen, Buyer: p.n, Detail: d.String()})
-		go p.thawLoop(p.gate)
+		go p.thawLoop(p.gate, p.witness)
 	default:
 	}
 }
 
 // thawLoop reopens gate once the latest thaw time has passed (a second freeze can extend it), or
-// at once if the process dies.
-func (p *process) thawLoop(gate chan struct{}) {
+// the witness has acted, or the process died.
+func (p *process) thawLoop(gate chan struct{}, witness <-chan struct{}) {
 	for {
 		p.mu.Lock()
 		wait := time.Until(p.thawAt)
@@ -133,9 +147,16 @@ func (p *process) thawLoop(gate chan struct{}) {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
+		case <-witness:
+			// The counterpart has acted: thaw one Work later, so the overlap the freeze was
+			// staged for is wide enough to see.
+			p.mu.Lock()
+			p.thawAt = time.Now().Add(p.a.t.Work)
+			p.mu.Unlock()
+			witness = nil
 		case <-p.dead:
-			t.Stop()
 		}
+		t.Stop()
 	}
 }
 
@@ -171,25 +192,6 @@ func (p *process) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// outlast waits, once a fault's own time is over, until the witness has acted or the cap since
-// the fault began has passed.
-func (p *process) outlast(ctx context.Context, began time.Time) error {
-	if p.witness == nil {
-		return nil
-	}
-	t := time.NewTimer(time.Until(began.Add(p.witnessCap)))
-	defer t.Stop()
-	select {
-	case <-p.witness:
-	case <-t.C:
-	case <-p.dead:
-		return ErrCrashed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return nil
-}
-
 // arm sets the fault that waits for its moment in this process, and wakes its work if it is in it.
 func (p *process) arm(f Fault) {
 	p.mu.Lock()
@@ -218,102 +220,99 @@ func (p *process) take(want ...Fault) Fault {
 func (p *process) close() {
 	p.kill()
 	p.wg.Wait()
-	p.lock.Close()
+	for _, c := range p.lock {
+		c.Close()
+	}
 	p.inv.Close()
 }
 
-// hook is a process's go-redis hook: the simulated network between the process and Redis.
-type hook struct {
+// network is the way out of the process: a command waits while the process is frozen, then
+// spends one simulated round trip.
+func (p *process) network(ctx context.Context) error {
+	if err := p.awaitThaw(ctx); err != nil {
+		return err
+	}
+	return p.sleep(ctx, p.a.t.RTT)
+}
+
+// lockHook is a process's go-redis hook on one lock node's client: the simulated network, the
+// unlock-race fault, the command count, and the referee's watch over the lock key.
+type lockHook struct {
 	p    *process
-	lock bool // on the lock server's client
+	node int
 }
 
-func (h hook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h lockHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h lockHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		p := h.p
-		if p.isDead() {
-			cmd.SetErr(ErrCrashed)
-			return ErrCrashed
-		}
-		if redisenv.Handshake(cmd) {
-			// go-redis sends these on a fresh connection, from inside a command's own
-			// processing: they are part of that command's round trip.
-			return next(ctx, cmd)
-		}
-		var froze time.Time
-		if h.lock && p.deletesLock(cmd) && p.take(FaultUnlockRace) == FaultUnlockRace {
-			p.a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: string(FaultUnlockRace) + ": frozen just before " + p.a.label(cmd, true)})
-			froze = time.Now()
-			p.freeze(p.a.unlockFreeze())
-		}
-		if err := p.awaitThaw(ctx); err != nil {
-			cmd.SetErr(err)
-			return err
-		}
-		if !froze.IsZero() {
-			if err := p.outlast(ctx, froze); err != nil {
-				cmd.SetErr(err)
-				return err
-			}
-		}
-		if err := p.sleep(ctx, p.a.t.RTT); err != nil {
-			cmd.SetErr(err)
-			return err
-		}
-		p.a.command(p, cmd, h.lock)
-		if h.lock {
-			return p.a.trackLock(ctx, p, cmd, next)
-		}
-		return next(ctx, cmd)
+		return h.p.lockCmds(ctx, h.node, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
 	}
 }
 
-func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h lockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		p := h.p
-		if p.isDead() {
-			return ErrCrashed
-		}
-		if redisenv.Handshake(cmds...) {
-			return next(ctx, cmds)
-		}
-		if err := p.awaitThaw(ctx); err != nil {
-			return err
-		}
-		if err := p.sleep(ctx, p.a.t.RTT); err != nil {
-			return err
-		}
-		for _, cmd := range cmds {
-			p.a.command(p, cmd, h.lock)
-		}
-		return next(ctx, cmds)
+		return h.p.lockCmds(ctx, h.node, cmds, func() error { return next(ctx, cmds) })
 	}
 }
 
-// deletesLock reports whether cmd is the command of an unlock that can delete the lock: a DEL or
-// UNLINK of the lock key, or a script on it, sent after this order wrote the stock.
-func (p *process) deletesLock(cmd redis.Cmder) bool {
-	p.mu.Lock()
-	wrote := p.wrote
-	p.mu.Unlock()
-	if !wrote {
-		return false
+// lockCmds sends one command, pipeline or transaction of p to lock node node.
+func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, send func() error) error {
+	if p.isDead() {
+		return fail(cmds, ErrCrashed)
 	}
-	switch cmd.Name() {
-	case "del", "unlink", "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall":
-		return touches(cmd, p.a.lockKey)
+	if redisenv.Handshake(cmds...) {
+		// go-redis sends these on a fresh connection, from inside a command's own
+		// processing: they are part of that command's round trip.
+		return send()
 	}
-	return false
+	inner := payload(cmds)
+	c := callFrom(ctx)
+	if c != nil && c.kind == unlockCall && anyMayDelete(inner, p.a.lockKey) && p.take(FaultUnlockRace) == FaultUnlockRace {
+		p.a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: string(FaultUnlockRace) + ": frozen just before " + p.a.label(inner, node)})
+		p.freeze(p.a.unlockFreeze())
+	}
+	if err := p.network(ctx); err != nil {
+		return fail(cmds, err)
+	}
+	p.a.count(p, inner, node)
+	return p.a.observe(ctx, p, node, inner, c, send)
 }
 
-// touches reports whether any argument of cmd is key.
-func touches(cmd redis.Cmder, key string) bool {
-	for _, a := range cmd.Args()[1:] {
-		if s, ok := a.(string); ok && s == key {
-			return true
-		}
+// invHook is a process's go-redis hook on its inventory client: the simulated network.
+type invHook struct{ p *process }
+
+func (h invHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h invHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.p.invCmds(ctx, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
 	}
-	return false
+}
+
+func (h invHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.p.invCmds(ctx, cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+func (p *process) invCmds(ctx context.Context, cmds []redis.Cmder, send func() error) error {
+	if p.isDead() {
+		return fail(cmds, ErrCrashed)
+	}
+	if redisenv.Handshake(cmds...) {
+		return send()
+	}
+	if err := p.network(ctx); err != nil {
+		return fail(cmds, err)
+	}
+	return send()
+}
+
+// fail sets err on every command and returns it.
+func fail(cmds []redis.Cmder, err error) error {
+	for _, c := range cmds {
+		c.SetErr(err)
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockstep-lab/lockstep/steps"
@@ -29,6 +30,13 @@ type Report struct {
 	Found            []steps.Kind `json:"found"`      // every kind seen, judged or not
 	Violations       []steps.Kind `json:"violations"` // the kinds the scenario judges that were seen
 	Explain          []Finding    `json:"explain"`    // one sentence for each violation
+	// Untracked is what the referee could not observe, with the kinds each leaves unjudged.
+	Untracked []Blind `json:"untracked"`
+	// TimedOut says the run did not finish in time: buyers were still ordering at its deadline.
+	TimedOut string `json:"timed_out,omitempty"`
+	// Unjudged lists the judged kinds the referee could not judge in this run (see Untracked and
+	// TimedOut): a verdict on them would rest on partial evidence, so there is none.
+	Unjudged []steps.Kind `json:"unjudged"`
 }
 
 // Finding explains one violation in plain words.
@@ -37,22 +45,42 @@ type Finding struct {
 	Sentence string     `json:"sentence"`
 }
 
-func (r *referee) report(a *Arena, sc steps.Scenario, final int, held bool) *Report {
+// stuckState is what the end-of-run probe found: whether a new buyer was kept out of a lock
+// while units remained, and whose lock it was.
+type stuckState struct {
+	probed bool
+	stuck  bool
+	owner  int
+	detail string
+}
+
+func (r *referee) report(a *Arena, sc steps.Scenario, final int, st stuckState, timedOut string) *Report {
 	rep := &Report{
 		Step: a.step.Slug, Scenario: string(sc), Backend: a.env.Backend(), Buyers: len(a.procs),
 		InitialStock: r.initial, FinalStock: final, Confirmed: r.confirmed,
 		Overlaps: r.overlaps, ForeignReleases: r.foreign, LostSales: r.lost, ReentryFailures: r.reentry,
-		FailedOver: r.failedOver, Commands: r.commands,
+		FailedOver: r.failedOver, Commands: r.commands, TimedOut: timedOut,
+		Untracked: slices.Clone(r.blinds),
 	}
 	if final < 0 {
 		final = r.shelf
 		rep.FinalStock = final
 	}
+	// An order still inside when the run ended never left: it overlaps every order that got in
+	// after it.
+	for _, x := range r.orders {
+		if x.entered() && x.endSeq == 0 {
+			for _, y := range r.orders {
+				if y != x && y.entered() {
+					r.decide(a, x, y, true)
+				}
+			}
+		}
+	}
+	rep.Overlaps = r.overlaps
 	rep.Oversold = max(0, r.confirmed-(r.initial-final))
 	rep.CommandsPerOrder = float64(r.commands) / float64(max(r.confirmed, 1))
-	if held && final > 0 {
-		rep.Stuck, rep.StuckOwner = true, r.owner
-	}
+	rep.Stuck, rep.StuckOwner = st.stuck, st.owner
 	found := map[steps.Kind]string{}
 	if len(r.overlaps) > 0 {
 		found[steps.Overlap] = r.overlaps[0].String()
@@ -63,12 +91,8 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, held bool) *Rep
 	if len(r.foreign) > 0 {
 		found[steps.ForeignRelease] = r.foreign[0].String()
 	}
-	if rep.Stuck {
-		who := "a finished or dead owner"
-		if r.owner != 0 {
-			who = fmt.Sprintf("buyer %d, which is no longer ordering,", r.owner)
-		}
-		found[steps.Stuck] = fmt.Sprintf("the lock is still held by %s while %d units remain: nobody can buy them", who, final)
+	if st.stuck {
+		found[steps.Stuck] = st.detail
 	}
 	if len(r.lost) > 0 {
 		found[steps.LostSales] = fmt.Sprintf("%d orders were turned away while units remained; first: %s", len(r.lost), r.lost[0])
@@ -83,14 +107,32 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, held bool) *Rep
 	for _, k := range steps.Judges[sc] {
 		judged[k] = true
 	}
-	rep.Found, rep.Violations = []steps.Kind{}, []steps.Kind{}
+	if sc == "" {
+		for _, k := range steps.Kinds {
+			judged[k] = true
+		}
+	}
+	blind := map[steps.Kind]bool{}
+	for _, b := range r.blinds {
+		for _, k := range b.Kinds {
+			blind[k] = true
+		}
+	}
+	if !st.probed && final > 0 {
+		blind[steps.Stuck] = true
+		rep.Untracked = append(rep.Untracked, Blind{Kinds: []steps.Kind{steps.Stuck}, What: "the referee could not probe the lock at the end: " + st.detail})
+	}
+	rep.Found, rep.Violations, rep.Unjudged = []steps.Kind{}, []steps.Kind{}, []steps.Kind{}
 	for _, k := range steps.Kinds {
+		if judged[k] && (blind[k] || timedOut != "") {
+			rep.Unjudged = append(rep.Unjudged, k)
+		}
 		s, ok := found[k]
 		if !ok {
 			continue
 		}
 		rep.Found = append(rep.Found, k)
-		if sc == "" || judged[k] {
+		if judged[k] {
 			rep.Violations = append(rep.Violations, k)
 			rep.Explain = append(rep.Explain, Finding{Kind: k, Sentence: s})
 		}
@@ -107,12 +149,22 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, held bool) *Rep
 	if rep.ReentryFailures == nil {
 		rep.ReentryFailures = []Reentry{}
 	}
+	if rep.Untracked == nil {
+		rep.Untracked = []Blind{}
+	}
 	return rep
 }
+
+// Complete reports whether the referee could judge every kind the scenario judges. Hazard: an
+// incomplete report's verdict rests on partial evidence; tests fail it, and the lab says so.
+func (rep *Report) Complete() bool { return len(rep.Unjudged) == 0 }
 
 // Headline is the first violation in one sentence, with the oversold units where there are any:
 // "buyer 3 and buyer 7 were both inside the critical section for 140 ms; 2 units oversold".
 func (rep *Report) Headline() string {
+	if !rep.Complete() {
+		return "no verdict: " + rep.Why()
+	}
 	if len(rep.Explain) == 0 {
 		return "no violation: every judged invariant held"
 	}
@@ -121,6 +173,18 @@ func (rep *Report) Headline() string {
 		s += fmt.Sprintf("; %d oversold", rep.Oversold)
 	}
 	return s
+}
+
+// Why says in one line what kept the referee from judging: the timeout, or the first thing it
+// could not see.
+func (rep *Report) Why() string {
+	if rep.TimedOut != "" {
+		return rep.TimedOut
+	}
+	for _, b := range rep.Untracked {
+		return b.What
+	}
+	return ""
 }
 
 // Text renders the report in words.
@@ -157,9 +221,19 @@ func (rep *Report) Text() string {
 	for _, e := range rep.ReentryFailures {
 		fmt.Fprintf(&b, "  reentry failed: %s\n", e)
 	}
-	if len(rep.Violations) == 0 {
+	if rep.TimedOut != "" {
+		fmt.Fprintf(&b, "  timed out: %s\n", rep.TimedOut)
+	}
+	for _, u := range rep.Untracked {
+		fmt.Fprintf(&b, "  not seen (%s unjudged): %s\n", joinKinds(u.Kinds), u.What)
+	}
+	switch {
+	case !rep.Complete():
+		fmt.Fprintf(&b, "verdict: ? the referee could not judge %s\n", joinKinds(rep.Unjudged))
+	case len(rep.Violations) == 0:
 		fmt.Fprintf(&b, "verdict: ✓ none of %s happened\n", judgedList(rep.Scenario))
-	} else {
+	}
+	if len(rep.Violations) > 0 {
 		fmt.Fprintf(&b, "verdict: ✗ %s\n", joinKinds(rep.Violations))
 		for _, f := range rep.Explain {
 			fmt.Fprintf(&b, "  %s: %s\n", f.Kind, f.Sentence)

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,18 +15,22 @@ import (
 type buyerPlan struct {
 	after  time.Duration // start this long after the first buyer entered (or finished); 0 with the first
 	fault  Fault         // armed on the process before its order
-	holdBy int           // stay inside after the work until this buyer's event below (capped)
-	until  EventKind     // EvEnter or EvDone of holdBy
+	holdBy int           // stay inside after the work until this buyer's event below (capped); -1: every other buyer settled
+	until  EventKind     // EvEnter, EvDone or settled, of holdBy
 	repeat bool          // keep ordering (retrying after a refusal) while stock remains
-	// witness: this buyer's fault does not end before that buyer has entered, found the lock
-	// taken, or finished (see process.witness); the fault gives up waiting after witnessCap.
+	// witness: this buyer's fault lasts until that buyer has entered, found the lock taken, or
+	// finished (see process.witness), at most witnessCap.
 	witness    int
 	witnessCap time.Duration
 }
 
+// settled is the signal of a buyer that has entered the critical section, been refused the lock,
+// found it taken, or finished: whatever the lock does, that buyer has met it.
+const settled EventKind = "settled"
+
 // plan is a scripted scenario, in units of the arena's Timing. Each forces its bad interleaving on
-// purpose and leaves at least a quarter TTL of margin on either side of every race it sets up, so
-// its verdict does not depend on scheduling luck.
+// purpose: a staged fault lasts until its counterpart has acted, and the counterpart stays inside
+// until the faulty buyer is done, so a late goroutine makes a run longer, never different.
 type plan struct {
 	stock    int
 	workX    int  // the normal work is Timing.Work × workX
@@ -43,31 +49,37 @@ func planFor(sc steps.Scenario, t Timing) plan {
 	p := plan{stock: 3, workX: 1, ttlX: 1, deadline: 30 * T}
 	switch sc {
 	case steps.Contention:
+		// Everyone starts together; whoever gets in stays until every other buyer has got in,
+		// been refused, or found the lock taken.
 		p.together = true
 		for range 8 {
-			p.buyers = append(p.buyers, buyerPlan{})
+			p.buyers = append(p.buyers, buyerPlan{holdBy: -1, until: settled})
 		}
 	case steps.Error, steps.Crash:
 		// The lock of a dead or failed holder must be free again once its TTL has run out.
 		p.buyers = []buyerPlan{one(faultOf(sc)), later(3 * T / 2), later(8 * T / 5)}
 	case steps.Slow, steps.Pause:
-		// The holder is away for 3 TTL. The second buyer comes 0.6 TTL before it is back: the lock
-		// expired long ago, and the second buyer's own lease outlasts the holder's return by 0.4 TTL.
-		// The holder is not back before the second buyer got in or found the lock taken.
+		// The holder is away until the second buyer, who comes 2.4 TTL after it got in (its
+		// lease long gone), has got in or found the lock taken; the second stays inside until
+		// the holder is done.
 		first := one(faultOf(sc))
 		first.witness, first.witnessCap = 2, 6*T
 		p.buyers = []buyerPlan{first, held(12 * T / 5)}
 	case steps.UnlockRace:
-		// The holder writes at W, checks its lock, and freezes for 1.8 TTL before deleting it. The
-		// second buyer comes 0.3 TTL after the holder's lease ended and 0.5 TTL before the delete;
-		// the holder stays frozen until the second buyer got in or found the lock taken.
+		// The holder writes at W and freezes just before the command that deletes its lock. The
+		// second buyer comes 0.3 TTL after the holder's lease ended; the holder thaws once the
+		// second has got in or found the lock taken, and the second stays inside until the
+		// holder is done.
 		first := one(FaultUnlockRace)
 		first.witness, first.witnessCap = 2, 4*T
 		p.buyers = []buyerPlan{first, held(W + 13*T/10)}
 	case steps.Reentrant:
-		p.buyers = []buyerPlan{one(FaultReentrant), later(T / 10), later(T / 5)}
+		first := one(FaultReentrant)
+		first.holdBy, first.until = 2, settled
+		p.buyers = []buyerPlan{first, later(T / 10), later(T / 5)}
 	case steps.Failover:
-		// The holder stays inside until the second buyer, on the promoted replica, is inside too.
+		// The holder stays inside until the second buyer, on the promoted replica, is inside
+		// too; the second stays until the holder is done.
 		p.failover = true
 		p.buyers = []buyerPlan{{holdBy: 2, until: EvEnter}, held(T / 10)}
 	case steps.Load:
@@ -92,13 +104,13 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		cfg.Timing = DefaultTiming()
 	}
 	pl := planFor(sc, cfg.Timing)
-	if pl.failover && !cfg.Env.CanFailover() {
-		return nil, errors.New("sim: the failover scenario needs a lock server with a replica; the " + cfg.Env.Backend() + " backend has none")
+	if pl.failover && !cfg.Env.Nodes()[0].CanFailover() {
+		return nil, fmt.Errorf("%w: the %s backend has one node and no replica", ErrNeedsReplica, cfg.Env.Backend())
 	}
 	cfg.Stock = pl.stock
 	cfg.Timing.Work *= time.Duration(pl.workX)
 	cfg.Timing.TTL *= time.Duration(pl.ttlX)
-	sig := newSignals()
+	sig := newSignals(len(pl.buyers))
 	user := cfg.OnEvent
 	cfg.OnEvent = func(e Event) {
 		sig.see(e)
@@ -111,10 +123,10 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		return nil, err
 	}
 	defer a.Close()
-	ctx, cancel := context.WithTimeout(ctx, pl.deadline)
+	rctx, cancel := context.WithTimeout(ctx, pl.deadline)
 	defer cancel()
 	if pl.failover {
-		if err := a.armFailover(); err != nil {
+		if err := a.armFailover(0); err != nil {
 			return nil, err
 		}
 	}
@@ -123,6 +135,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		procs[i] = a.addBuyer()
 	}
 	var wg sync.WaitGroup
+	var running sync.Map         // buyer → still ordering
 	ready := make(chan struct{}) // buyers that start together wait here until all are spawned
 	for i, b := range pl.buyers {
 		p := procs[i]
@@ -130,42 +143,93 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 			p.arm(b.fault)
 		}
 		if b.witness != 0 {
-			p.witness, p.witnessCap = sig.get(b.witness, "settled"), b.witnessCap
+			p.witness, p.witnessCap = sig.get(b.witness, settled), b.witnessCap
 		}
 		var hold <-chan struct{}
-		if b.holdBy != 0 {
+		switch {
+		case b.holdBy == -1:
+			hold = sig.allBut(p.n, settled)
+		case b.holdBy != 0:
 			hold = sig.get(b.holdBy, b.until)
 		}
 		wg.Add(1)
+		running.Store(p.n, true)
 		go func() {
 			defer wg.Done()
+			defer running.Delete(p.n)
 			<-ready
 			if i > 0 && !pl.together {
 				select {
 				case <-sig.anchor():
-				case <-ctx.Done():
+				case <-rctx.Done():
 					return
 				}
-				if p.sleep(ctx, b.after) != nil {
+				if p.sleep(rctx, b.after) != nil {
 					return
 				}
 			}
 			for {
-				octx, ocancel := context.WithTimeout(ctx, 10*a.t.TTL)
+				octx, ocancel := context.WithTimeout(rctx, 10*a.t.TTL)
 				err := a.order(octx, p, hold)
 				ocancel()
-				if !b.repeat || p.isDead() || ctx.Err() != nil || a.shelf() <= 0 {
+				if !b.repeat || p.isDead() || rctx.Err() != nil || a.shelf() <= 0 {
 					return
 				}
-				if errors.Is(err, steps.ErrBusy) && p.sleep(ctx, a.t.Work) != nil {
+				if errors.Is(err, steps.ErrBusy) && p.sleep(rctx, a.t.Work) != nil {
 					return
 				}
 			}
 		}()
 	}
 	close(ready)
-	wg.Wait()
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	timedOut := ""
+	select {
+	case <-finished:
+	case <-rctx.Done():
+		timedOut = fmt.Sprintf("the scenario ran past its deadline of %v", pl.deadline)
+		if ctx.Err() != nil {
+			timedOut = "the run was cancelled"
+		}
+		if !waitFor(finished, 2*a.t.TTL) {
+			// Orders that ignore their context: kill their processes, so their commands
+			// stop, and give them one more TTL to return.
+			for _, p := range procs {
+				p.crash()
+			}
+			waitFor(finished, a.t.TTL)
+		}
+		var still []string
+		running.Range(func(k, _ any) bool {
+			still = append(still, fmt.Sprint(k))
+			return true
+		})
+		if len(still) > 0 {
+			timedOut += "; buyers still ordering: " + strings.Join(still, ", ")
+		}
+	}
+	a.mu.Lock()
+	a.timedOut = timedOut
+	a.mu.Unlock()
 	return a.Report(context.WithoutCancel(ctx), sc), nil
+}
+
+// ErrNeedsReplica is Run's answer for a scenario that needs a lock replica the backend lacks.
+var ErrNeedsReplica = errors.New("sim: this scenario needs a lock server with a replica")
+
+func waitFor(c <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // shelf is the stock as last written.
@@ -178,18 +242,25 @@ func (a *Arena) shelf() int {
 // signals turns events into channels a scripted scenario can wait on.
 type signals struct {
 	mu     sync.Mutex
+	buyers int
 	chans  map[[2]any]chan struct{}
 	closed map[[2]any]bool
+	count  map[EventKind]map[int]bool // buyers that have given each signal
+	alls   map[[2]any]chan struct{}   // (except, kind) → closes when every other buyer gave kind
 }
 
-func newSignals() *signals {
-	return &signals{chans: map[[2]any]chan struct{}{}, closed: map[[2]any]bool{}}
+func newSignals(buyers int) *signals {
+	return &signals{buyers: buyers, chans: map[[2]any]chan struct{}{}, closed: map[[2]any]bool{},
+		count: map[EventKind]map[int]bool{}, alls: map[[2]any]chan struct{}{}}
 }
 
 func (s *signals) get(buyer int, k EventKind) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := [2]any{buyer, k}
+	return s.chanLocked([2]any{buyer, k})
+}
+
+func (s *signals) chanLocked(key [2]any) chan struct{} {
 	c, ok := s.chans[key]
 	if !ok {
 		c = make(chan struct{})
@@ -198,33 +269,64 @@ func (s *signals) get(buyer int, k EventKind) <-chan struct{} {
 	return c
 }
 
-// anchor closes when the first buyer enters the critical section or finishes without entering;
-// (n, "settled") closes when buyer n has entered, found the lock taken, or finished.
+// allBut closes once every buyer but except has given signal k.
+func (s *signals) allBut(except int, k EventKind) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := [2]any{except, k}
+	c, ok := s.alls[key]
+	if !ok {
+		c = make(chan struct{})
+		s.alls[key] = c
+		s.checkAll(except, k, c)
+	}
+	return c
+}
+
+func (s *signals) checkAll(except int, k EventKind, c chan struct{}) {
+	n := len(s.count[k])
+	if s.count[k][except] {
+		n--
+	}
+	if n >= s.buyers-1 {
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
+}
+
+// anchor closes when the first buyer enters the critical section or finishes without entering.
 func (s *signals) anchor() <-chan struct{} { return s.get(1, "anchor") }
 
 func (s *signals) see(e Event) {
-	fire := func(k EventKind) {
-		key := [2]any{e.Buyer, k}
-		if s.closed[key] {
-			return
-		}
-		c, ok := s.chans[key]
-		if !ok {
-			c = make(chan struct{})
-			s.chans[key] = c
-		}
-		close(c)
-		s.closed[key] = true
-	}
 	switch e.Kind {
-	case EvEnter, EvDone, EvWaiting:
+	case EvEnter, EvDone, EvWaiting, EvRefused:
 	default:
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fire("settled")
-	if e.Kind == EvWaiting {
+	fire := func(k EventKind) {
+		key := [2]any{e.Buyer, k}
+		if s.closed[key] {
+			return
+		}
+		close(s.chanLocked(key))
+		s.closed[key] = true
+		if s.count[k] == nil {
+			s.count[k] = map[int]bool{}
+		}
+		s.count[k][e.Buyer] = true
+		for ak, c := range s.alls {
+			if ak[1] == k {
+				s.checkAll(ak[0].(int), k, c)
+			}
+		}
+	}
+	fire(settled)
+	if e.Kind == EvWaiting || e.Kind == EvRefused {
 		return
 	}
 	fire(e.Kind)

@@ -2,37 +2,145 @@ package sim
 
 import (
 	"context"
+	_ "embed"
+	"fmt"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/redis/go-redis/v9"
 )
 
-// shop is one process's steps.Shop: its stock lives in the inventory store, its work is where the
-// arena's faults act.
+// shop is one order's steps.Shop: its stock lives in the inventory store, its work is where the
+// arena's faults act. Every stock command takes the inventory's next sequence number in the same
+// transaction or script, so the referee orders critical sections by the inventory's own order, not
+// by when a reply reached Go.
 type shop struct {
 	p    *process
-	hold <-chan struct{} // when not nil, the work stays inside until it closes (or HoldCap passes)
+	o    *order
+	hold <-chan struct{} // when not nil, the work stays inside until it closes (or holdCap passes)
 }
+
+var (
+	//go:embed fence.lua
+	fenceLua    string
+	fenceScript = redis.NewScript(fenceLua)
+	//go:embed sell.lua
+	sellLua    string
+	sellScript = redis.NewScript(sellLua)
+)
 
 func (s *shop) LockKey() string { return s.p.a.lockKey }
 
 func (s *shop) Stock(ctx context.Context) (int, error) {
-	n, err := s.p.inv.Get(ctx, s.p.a.stockKey).Int()
+	a := s.p.a
+	a.countN(s.p, 1, "GET stock")
+	var seq *redis.IntCmd
+	var get *redis.StringCmd
+	_, err := s.p.inv.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+		seq = tx.Incr(ctx, a.seqKey)
+		get = tx.Get(ctx, a.stockKey)
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return 0, err
+	}
+	n, err := get.Int()
 	if err == redis.Nil {
 		n, err = 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	s.p.a.enter(s.p, n)
+	a.stockRead(s.o, seq.Val(), n)
 	return n, nil
 }
 
+// SetStock writes n. A pause armed on the process strikes here, after the order's last check and
+// before its write leaves: the write goes out when the pause ends, whatever the context says then.
 func (s *shop) SetStock(ctx context.Context, n int) error {
-	if err := s.p.inv.Set(ctx, s.p.a.stockKey, n, 0).Err(); err != nil {
+	a := s.p.a
+	ctx = s.writing(ctx)
+	a.countN(s.p, 1, "SET stock")
+	var seq *redis.IntCmd
+	_, err := s.p.inv.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+		seq = tx.Incr(ctx, a.seqKey)
+		tx.Set(ctx, a.stockKey, n, 0)
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	s.p.a.write(s.p, n)
+	a.stockWritten(s.o, seq.Val(), n)
+	return nil
+}
+
+// writing plays a pause armed on the process, and returns the context the write goes out with.
+func (s *shop) writing(ctx context.Context) context.Context {
+	p := s.p
+	if p.take(FaultPause) == FaultPause {
+		p.a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "pause: the process stops the world just before its stock write leaves"})
+		p.freeze(3 * p.a.t.TTL)
+	}
+	return context.WithoutCancel(ctx)
+}
+
+func (s *shop) StockFenced(ctx context.Context, token int64) (int, error) {
+	a := s.p.a
+	a.countN(s.p, 1, "GET stock (fenced)")
+	seq, ok, n, err := s.fenced(ctx, token, nil)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		a.fencedOff(s.o, seq, token, false)
+		return 0, steps.ErrFenced
+	}
+	a.stockRead(s.o, seq, n)
+	return n, nil
+}
+
+func (s *shop) SetStockFenced(ctx context.Context, n int, token int64) error {
+	a := s.p.a
+	ctx = s.writing(ctx)
+	a.countN(s.p, 1, "SET stock (fenced)")
+	seq, ok, _, err := s.fenced(ctx, token, &n)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		a.fencedOff(s.o, seq, token, true)
+		return steps.ErrFenced
+	}
+	a.stockWritten(s.o, seq, n)
+	return nil
+}
+
+// fenced runs fence.lua: a read (write nil) or a write of *write, presenting token.
+func (s *shop) fenced(ctx context.Context, token int64, write *int) (seq int64, ok bool, n int, err error) {
+	a := s.p.a
+	args := []any{token}
+	if write != nil {
+		args = append(args, *write)
+	}
+	r, err := fenceScript.Run(ctx, s.p.inv, []string{a.stockKey, a.seqKey, a.fenceKey}, args...).Int64Slice()
+	if err != nil {
+		return 0, false, 0, err
+	}
+	return r[0], r[1] == 1, int(r[2]), nil
+}
+
+func (s *shop) Sell(ctx context.Context) error {
+	a := s.p.a
+	ctx = s.writing(ctx)
+	a.countN(s.p, 1, "EVALSHA sell stock")
+	r, err := sellScript.Run(ctx, s.p.inv, []string{a.stockKey, a.seqKey}).Int64Slice()
+	if err != nil {
+		return err
+	}
+	a.sold(s.o, r[0], int(r[2]), r[1] == 1)
+	if r[1] == 0 {
+		return steps.ErrSoldOut
+	}
 	return nil
 }
 
@@ -40,19 +148,11 @@ func (s *shop) SetStock(ctx context.Context, n int) error {
 // fault armed on the process (or injected while it works) says otherwise.
 func (s *shop) Work(ctx context.Context) error {
 	p, a := s.p, s.p.a
-	p.mu.Lock()
-	p.inWork = true
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.inWork = false
-		p.mu.Unlock()
-	}()
 	start := time.Now()
 	end := start.Add(a.t.Work)
-	var faulted time.Time // when a slow or pause fault began
+	var slowed <-chan struct{} // closes when a staged slow fault's witness has acted
 	for {
-		switch f := p.take(FaultError, FaultCrash, FaultSlow, FaultPause, FaultReentrant); f {
+		switch f := p.take(FaultError, FaultCrash, FaultSlow, FaultReentrant); f {
 		case FaultError:
 			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "error: the work returns an error"})
 			return ErrWork
@@ -62,12 +162,10 @@ func (s *shop) Work(ctx context.Context) error {
 			return ErrCrashed
 		case FaultSlow:
 			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "slow: the work takes 3 × TTL"})
-			faulted = time.Now()
-			end = faulted.Add(3 * a.t.TTL)
-		case FaultPause:
-			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "pause: the process stops the world for 3 × TTL"})
-			faulted = time.Now()
-			p.freeze(3 * a.t.TTL)
+			end = time.Now().Add(3 * a.t.TTL)
+			if p.witness != nil {
+				end, slowed = time.Now().Add(p.witnessCap), p.witness
+			}
 		case FaultReentrant:
 			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "reentrant: the work calls a helper that takes the same lock"})
 			if err := s.nested(ctx); err != nil {
@@ -75,7 +173,7 @@ func (s *shop) Work(ctx context.Context) error {
 			}
 		}
 		// Work until end; then, if the scenario holds this buyer inside, until the hold opens or
-		// its cap passes; then wait out any freeze.
+		// its cap passes.
 		var until time.Time
 		var holdC <-chan struct{}
 		switch holdUntil := start.Add(a.holdCap()); {
@@ -84,14 +182,14 @@ func (s *shop) Work(ctx context.Context) error {
 		case s.hold != nil && time.Now().Before(holdUntil):
 			until, holdC = holdUntil, s.hold
 		default:
-			if err := p.awaitThaw(ctx); err != nil || faulted.IsZero() {
-				return err
-			}
-			return p.outlast(ctx, faulted)
+			return nil
 		}
 		t := time.NewTimer(time.Until(until))
 		select {
 		case <-t.C:
+		case <-slowed:
+			// The counterpart has acted: one more Work, and the slow work is done.
+			slowed, end = nil, time.Now().Add(a.t.Work)
 		case <-holdC:
 			// What the buyer waited for happened: it finishes its work, one more Work long,
 			// so the overlap it was held for is wide enough to see.
@@ -128,4 +226,49 @@ func (s *shop) nested(ctx context.Context) error {
 		return err
 	}
 	return p.locker.Unlock(ctx, a.lockKey)
+}
+
+// stockRead records o's read of n at the inventory's sequence number seq.
+func (a *Arena) stockRead(o *order, seq int64, n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ref.read(a, o, seq, n)
+}
+
+// stockWritten records o's write of n at seq.
+func (a *Arena) stockWritten(o *order, seq int64, n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ref.wrote(a, o, seq, n)
+}
+
+// sold records o's atomic sale at seq: a critical section that begins and ends in one command.
+func (a *Arena) sold(o *order, seq int64, left int, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !ok {
+		a.ref.read(a, o, seq, left)
+		a.ref.leave(a, o, seq, true)
+		return
+	}
+	a.ref.read(a, o, seq, left+1)
+	a.ref.wrote(a, o, seq, left)
+}
+
+// fencedOff records a read or write of o the inventory refused for its stale token.
+func (a *Arena) fencedOff(o *order, seq int64, token int64, write bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	what := "read"
+	if write {
+		what = "write"
+		a.ref.leave(a, o, seq, true)
+	}
+	a.emit(Event{Kind: EvFenced, Buyer: o.p.n, Detail: fmt.Sprintf("the inventory refused buyer %d's stale %s (token %d)", o.p.n, what, token)})
+}
+
+func (a *Arena) reentryFailed(p *process, why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ref.reentryFailed(a, p.n, why)
 }

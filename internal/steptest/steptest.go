@@ -41,7 +41,7 @@ func Run(t *testing.T, st *steps.Step) {
 	for _, sc := range steps.Scenarios {
 		t.Run(string(sc), func(t *testing.T) {
 			env := Env(t)
-			if sc == steps.Failover && !env.CanFailover() {
+			if sc == steps.Failover && !env.Nodes()[0].CanFailover() {
 				t.Skipf("the %s backend has a single node: %s needs a replica to promote", env.Backend(), sc)
 			}
 			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
@@ -50,6 +50,10 @@ func Run(t *testing.T, st *steps.Step) {
 			}
 			t.Logf("stock %d → %d, %d orders confirmed, %d oversold, %.0f Redis commands per order",
 				rep.InitialStock, rep.FinalStock, rep.Confirmed, rep.Oversold, rep.CommandsPerOrder)
+			if !rep.Complete() {
+				// A verdict on partial evidence is no verdict: say what was not seen, and fail.
+				t.Errorf("%s under %s: the referee could not judge %v: %s\n%s", st.Slug, sc, rep.Unjudged, rep.Why(), rep.Text())
+			}
 			for _, f := range rep.Explain {
 				t.Run(string(f.Kind), func(t *testing.T) {
 					if strict {

@@ -1,0 +1,269 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/redis/go-redis/v9"
+)
+
+// nodeEye is the referee's view of the lock on one lock node. Every process command to the node
+// passes observe, one at a time, so the watcher can tell what each one did to the lock key.
+type nodeEye struct {
+	i    int
+	node redisenv.Node
+	w    redisenv.Watcher
+	turn sync.Mutex // one observed command (or failover) on the node at a time
+
+	// The fields below are guarded by the arena's mu.
+	val        redisenv.Value
+	since      time.Duration  // when val was written
+	owners     map[string]int // value print → the process whose command wrote it (or that took it over)
+	armed      bool           // a failover waits for the next lock write
+	held       bool           // the replication is held back for it
+	failedOver bool
+}
+
+// owner is the process val belongs to: 0 when the lock is free or its writer is unknown.
+func (e *nodeEye) owner() int {
+	if !e.val.Exists {
+		return 0
+	}
+	return e.owners[e.val.Print]
+}
+
+// observe sends cmds (one command, a pipeline or a transaction) of p to node with the watcher
+// looking, and lets the referee judge what they did to the lock.
+func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.Cmder, c *call, send func() error) error {
+	e := a.nodes[node]
+	for _, cmd := range cmds {
+		if blocking(cmd) {
+			// It may wait for a long time: it cannot have the node to itself.
+			if anyMayDelete(cmds, a.lockKey) {
+				a.mu.Lock()
+				a.ref.blind(steps.ForeignRelease, fmt.Sprintf("buyer %d sent a blocking command (%s) that may change the lock; the referee cannot watch such a command", p.n, cmd.Name()))
+				a.mu.Unlock()
+			}
+			return send()
+		}
+	}
+	e.turn.Lock()
+	defer e.turn.Unlock()
+	var err error
+	ch, werr := e.w.Observe(context.WithoutCancel(ctx), func(before redisenv.Value) {
+		a.mu.Lock()
+		hold := e.armed && !e.held && !before.Exists
+		e.held = e.held || hold
+		a.mu.Unlock()
+		if hold {
+			e.node.HoldReplication()
+		}
+		err = send()
+	})
+	a.mu.Lock()
+	if werr != nil {
+		a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the referee could not see what buyer %d's %s did to the lock: %v", p.n, a.label(cmds, node), werr))
+		a.mu.Unlock()
+		return err
+	}
+	a.judge(e, p, cmds, c, ch)
+	fail := e.armed && e.held && !ch.Before.Exists && ch.After.Exists
+	if fail {
+		e.armed = false
+	}
+	a.mu.Unlock()
+	if fail {
+		a.failover(e)
+	}
+	return err
+}
+
+// judge reads one observed change of the lock on e, made by p's cmds, in call c. The caller holds
+// a.mu.
+func (a *Arena) judge(e *nodeEye, p *process, cmds []redis.Cmder, c *call, ch redisenv.Change) {
+	if ch.Expired.Exists {
+		a.emit(Event{Kind: EvExpired, Other: max(e.owners[ch.Expired.Print], 0), Node: e.i})
+	}
+	if ch.Unseen {
+		a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the lock on %s changed between two commands, by something the referee did not see (a client outside the buyers' processes?)", e.node.Name()))
+	}
+	e.val = ch.Before
+	b, af := ch.Before, ch.After
+	if b == af {
+		if b.Exists && e.owner() != p.n && c != nil && c.kind == lockCall {
+			a.ref.waiting(a, c, e.owner())
+		}
+		return
+	}
+	owner := e.owner()
+	own := b.Exists && af.Exists && owner == p.n && p.n != 0
+	if b.Exists && !own {
+		a.gone(e, p, cmds, ch, owner)
+	}
+	if af.Exists {
+		if !own {
+			e.owners[af.Print] = p.n
+			e.since = a.Since()
+			if c != nil {
+				c.wrote[e.i] = true
+			}
+			if p.n != 0 {
+				a.emit(Event{Kind: EvAcquired, Buyer: p.n, Node: e.i})
+			}
+		} else {
+			e.owners[af.Print] = owner
+		}
+	}
+	e.val = af
+}
+
+// gone judges a lock value that p's cmds removed or replaced: a release by its owner, a foreign
+// release by anyone else — or an expiry, where the watcher cannot rule one out and the commands
+// cannot have deleted it. The caller holds a.mu.
+func (a *Arena) gone(e *nodeEye, p *process, cmds []redis.Cmder, ch redisenv.Change, owner int) {
+	blame := true
+	switch {
+	case !anyMayDelete(cmds, a.lockKey):
+		// No such command can delete or replace a value: Redis expired it, and a watcher
+		// that saw it happen mid-command would have been wrong to say otherwise.
+		blame = false
+		if !ch.Ambiguous {
+			a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the lock on %s vanished under buyer %d's %s, which cannot delete it", e.node.Name(), p.n, a.label(cmds, e.i)))
+		}
+	case ch.Ambiguous && plainDeletes(cmds, a.lockKey):
+		blame = !replyZero(cmds, a.lockKey) // DEL answered how many it deleted
+	case ch.Ambiguous:
+		blame = false
+		a.ref.blind(steps.ForeignRelease, fmt.Sprintf("buyer %d's %s ran as the lock on %s ran out; the referee could not tell which of them removed it", p.n, a.label(cmds, e.i), e.node.Name()))
+	}
+	switch {
+	case !blame:
+		a.emit(Event{Kind: EvExpired, Other: owner, Node: e.i})
+	case owner == p.n || owner == 0:
+		a.emit(Event{Kind: EvReleased, Buyer: p.n, Node: e.i})
+	default:
+		a.ref.foreignRelease(a, p.n, owner, e)
+	}
+}
+
+// failover kills e's primary and promotes its replica, then tells what the promoted replica has.
+// The caller holds e.turn, not a.mu.
+func (a *Arena) failover(e *nodeEye) {
+	ctx := context.Background()
+	if err := e.node.Failover(ctx); err != nil {
+		a.emit(Event{Kind: EvFailover, Node: e.i, Detail: "failed: " + err.Error()})
+		return
+	}
+	v, err := e.w.Resync(ctx)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e.failedOver = true
+	a.ref.failedOver = true
+	a.emit(Event{Kind: EvFailover, Node: e.i, Detail: "the lock primary died; the replica, which never saw the last lock write, is primary now"})
+	if err != nil {
+		a.ref.blind(steps.ForeignRelease, "after the failover the referee cannot see the lock: "+err.Error())
+		return
+	}
+	if e.val.Exists && v != e.val {
+		a.emit(Event{Kind: EvLost, Other: e.owner(), Node: e.i})
+	}
+	e.val = v
+}
+
+// armFailover makes the next lock write on node i skip the replica, and fails over right after it.
+func (a *Arena) armFailover(i int) error {
+	e := a.nodes[i]
+	if !e.node.CanFailover() {
+		return fmt.Errorf("sim: the %s backend has no replica to fail over to", a.env.Backend())
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e.failedOver {
+		return errors.New("sim: the replica was already promoted; reset to fail over again")
+	}
+	e.armed = true
+	return nil
+}
+
+// callBegan records a Lock or Unlock call of p.
+func (a *Arena) callBegan(p *process, ctx context.Context, kind callKind) *call {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o := orderFrom(ctx)
+	if o == nil && len(p.current) == 1 {
+		o = p.current[0]
+	}
+	return &call{kind: kind, p: p, o: o, began: a.Since(), wrote: make([]bool, len(a.nodes))}
+}
+
+// lockReturned records what a Lock call answered. A call that got the lock without writing it
+// itself was handed it: the value written for it during the call is its own.
+func (a *Arena) lockReturned(c *call, ok bool, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !ok || err != nil {
+		if c.p.n != 0 {
+			a.emit(Event{Kind: EvRefused, Buyer: c.p.n})
+		}
+		return
+	}
+	for _, e := range a.nodes {
+		if !c.wrote[e.i] && e.val.Exists && e.since >= c.began && e.owner() != c.p.n {
+			e.owners[e.val.Print] = c.p.n
+			if c.p.n != 0 {
+				a.emit(Event{Kind: EvAcquired, Buyer: c.p.n, Node: e.i, Detail: "handed over"})
+			}
+		}
+	}
+	if o := c.o; o != nil {
+		o.holds++
+		if o.holds == 1 {
+			o.heldAt = a.Since()
+		}
+	}
+}
+
+// unlockBegan records the start of an Unlock call: the order's hold ends, and an order that has
+// read the stock but not written it leaves the critical section here.
+func (a *Arena) unlockBegan(c *call) {
+	o := c.o
+	if o == nil {
+		return
+	}
+	a.mu.Lock()
+	if o.holds > 0 {
+		o.holds--
+	}
+	a.mu.Unlock()
+	a.closeSpan(o)
+}
+
+// LockState is what the lock server says about the lock right now.
+type LockState struct {
+	Held       bool
+	Value      string        // the lock's value in words: a string's value, a hash's fields
+	TTL        time.Duration // remaining; -1 when the key has no expiry
+	Owner      int           // the buyer whose command wrote this value, 0 if none or unknown
+	FailedOver bool          // the replica has been promoted
+}
+
+// Lock reads the lock on the first node: its value, remaining TTL, and whose it is, all from one
+// reading.
+func (a *Arena) Lock(ctx context.Context) LockState {
+	e := a.nodes[0]
+	v, ttl, err := e.w.Peek(ctx)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := LockState{FailedOver: e.failedOver}
+	if err != nil || !v.Exists {
+		return st
+	}
+	st.Held, st.Value, st.TTL = true, v.Text, ttl
+	st.Owner = max(e.owners[v.Print], 0)
+	return st
+}

@@ -1,0 +1,105 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// probe asks for the lock as a new buyer would, once the run's orders have ended and while units
+// remain: it runs the step's own order handler (so a step that keeps its owner in the request's
+// context is asked the way it expects) against a shop that sells nothing, again and again for
+// 2 × TTL. If the handler never gets as far as reading the stock, the lock is stuck: nobody can
+// buy what is left.
+func (a *Arena) probe(ctx context.Context) stuckState {
+	a.mu.Lock()
+	shelf := a.ref.shelf
+	a.mu.Unlock()
+	if shelf <= 0 {
+		return stuckState{probed: true}
+	}
+	p := newProcess(a, 0)
+	defer p.close()
+	limit := 2 * a.t.TTL
+	pctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	got := make(chan bool, 1)
+	go func() {
+		for {
+			s := &probeShop{a: a, entered: make(chan struct{})}
+			o := &order{p: p}
+			a.step.Order(withOrder(pctx, o), p.locker, s)
+			select {
+			case <-s.entered:
+				got <- true
+				return
+			default:
+			}
+			if pctx.Err() != nil || p.sleep(pctx, a.t.TTL/10) != nil {
+				got <- false
+				return
+			}
+		}
+	}()
+	var in bool
+	select {
+	case in = <-got:
+	case <-time.After(limit + 2*a.t.TTL):
+		// The handler ignores its context: kill the probe, so its commands stop, and give it
+		// one more TTL to return.
+		p.crash()
+		select {
+		case in = <-got:
+		case <-time.After(a.t.TTL):
+			return stuckState{detail: fmt.Sprintf("the order handler did not return within %v of its context's end", 3*a.t.TTL)}
+		}
+	}
+	if in {
+		return stuckState{probed: true}
+	}
+	owner := a.Lock(context.Background()).Owner
+	who := "a lock nobody is using any more"
+	if owner != 0 {
+		who = fmt.Sprintf("the lock of buyer %d, whose order has ended,", owner)
+	}
+	return stuckState{probed: true, stuck: true, owner: owner, detail: fmt.Sprintf(
+		"a new buyer could not get in for %s: %s keeps out everyone while %s on the shelf", ms(limit), who, units(shelf))}
+}
+
+// probeShop is the shop of the probe's orders: reading the stock proves the order got in, and
+// nothing is sold.
+type probeShop struct {
+	a       *Arena
+	entered chan struct{}
+}
+
+func (s *probeShop) in() {
+	select {
+	case <-s.entered:
+	default:
+		close(s.entered)
+	}
+}
+
+func (s *probeShop) LockKey() string { return s.a.lockKey }
+
+func (s *probeShop) Stock(ctx context.Context) (int, error) {
+	s.in()
+	s.a.mu.Lock()
+	defer s.a.mu.Unlock()
+	return s.a.ref.shelf, nil
+}
+
+func (s *probeShop) StockFenced(ctx context.Context, token int64) (int, error) {
+	return s.Stock(ctx)
+}
+
+// Work ends at once and SetStock sells nothing: the probe only asks whether it can get in.
+func (s *probeShop) Work(ctx context.Context) error                               { return nil }
+func (s *probeShop) SetStock(ctx context.Context, n int) error                    { return nil }
+func (s *probeShop) SetStockFenced(ctx context.Context, n int, token int64) error { return nil }
+
+func (s *probeShop) Sell(ctx context.Context) error {
+	s.in()
+	return nil
+}
