@@ -50,10 +50,14 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	return ok, err
 }
 
-// Unlock gives back one hold. The last one deletes key if it still holds this Locker's token.
-// It returns steps.ErrNotOwner, and forgets its holds, if the key no longer holds the token;
-// an error reading the key forgets them too, since the lock can no longer be trusted.
+// Unlock gives back one hold; without one it touches nothing and returns steps.ErrNotOwner. The
+// last one deletes key if it still holds this Locker's token. It returns steps.ErrNotOwner, and
+// forgets its holds, if the key no longer holds the token; an error reading the key forgets them
+// too, since the lock can no longer be trusted.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
+	if l.count == 0 {
+		return steps.ErrNotOwner
+	}
 	v, err := l.rdb.Get(ctx, key).Result()
 	if err != nil && err != redis.Nil {
 		l.count = 0

@@ -95,11 +95,14 @@ func (l *Locker) unwatch() {
 	l.stop, l.done = nil, nil
 }
 
-// Unlock gives back one hold. The last one stops the watchdog and deletes key if it still holds
-// this Locker's token. It returns steps.ErrNotOwner, and forgets its holds, if the key no longer
-// holds the token; an error reading the key forgets them too, since the lock can no longer be
-// trusted.
+// Unlock gives back one hold; without one it touches nothing and returns steps.ErrNotOwner. The
+// last one stops the watchdog and deletes key if it still holds this Locker's token. It returns
+// steps.ErrNotOwner, and forgets its holds, if the key no longer holds the token; an error reading
+// the key forgets them too, since the lock can no longer be trusted.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
+	if l.count == 0 {
+		return steps.ErrNotOwner
+	}
 	v, err := l.rdb.Get(ctx, key).Result()
 	if err != nil && err != redis.Nil {
 		l.count = 0

@@ -3,9 +3,14 @@ package lock
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/lockstep-lab/lockstep/steps"
 )
+
+// unlockTimeout bounds the deferred unlock: a Redis that does not answer must not hold the
+// request for ever.
+const unlockTimeout = time.Second
 
 // Order is the article's submitOrderV2: the lock is deleted in a defer (Java's finally), so every
 // return path gives it back. Hazard: a process that dies inside runs no defer; only the lock's own
@@ -20,7 +25,11 @@ func Order(ctx context.Context, l steps.Locker, s steps.Shop) (err error) {
 		return steps.ErrBusy
 	}
 	defer func() {
-		err = errors.Join(err, l.Unlock(ctx, key))
+		// Like Java's finally, the unlock runs even when the request's context has ended (a
+		// client gave up, a deadline passed): it gets a context of its own, bounded in time.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+		err = errors.Join(err, l.Unlock(uctx, key))
 	}()
 	stock, err := s.Stock(ctx)
 	if err != nil {

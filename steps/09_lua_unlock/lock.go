@@ -102,9 +102,9 @@ var unlockLua string
 // unlockScript is sent as EVALSHA, and as EVAL the first time a server does not know it.
 var unlockScript = redis.NewScript(unlockLua)
 
-// Unlock gives back one hold. The last one stops the watchdog and runs unlock.lua, which deletes
-// key only if it still holds this Locker's token. It returns steps.ErrNotOwner if the key no
-// longer held the token.
+// Unlock gives back one hold; without one it touches nothing and returns steps.ErrNotOwner. The
+// last one stops the watchdog and runs unlock.lua, which deletes key only if it still holds this
+// Locker's token. It returns steps.ErrNotOwner if the key no longer held the token.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
 	if l.count == 0 {
 		return steps.ErrNotOwner
