@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
@@ -17,15 +19,19 @@ import (
 // runCmd plays one scenario against one step and prints the referee's report.
 func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "lab run -step 04 -scenario slow [-json] [-redis embedded]", stderr)
-	stepName := fs.String("step", "", "the step: 01…09, a slug (04_atomic_ttl) or a name (atomic_ttl)")
+	stepName := fs.String("step", "", "the step: a number (4 or 04), a slug (04_atomic_ttl) or a name (atomic_ttl)")
 	scName := fs.String("scenario", "", "the scenario: "+scenarioList())
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	repeat := fs.Int("repeat", 1, "play the scenario this many times and say whether every verdict was the same")
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *stepName == "" || *scName == "" {
 		return usageError("run needs -step and -scenario (see -h)")
+	}
+	if *repeat < 1 {
+		return usageError("-repeat must be at least 1")
 	}
 	st, err := catalog.Find(*stepName)
 	if err != nil {
@@ -35,55 +41,183 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return usageError("unknown scenario %q (want one of %s)", *scName, scenarioList())
 	}
-	env, err := redisenv.Open(*backend)
-	if err != nil {
-		return usageError("%v", err)
+	if *repeat > 1 {
+		return repeatCmd(st, sc, *repeat, *backend, *asJSON, stdout, stderr)
 	}
-	defer env.Close()
-	rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+	rep, err := runOnce(st, sc, *backend)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(stdout, rep.Text())
+		if len(rep.Violations) > 0 {
+			fmt.Fprintf(stdout, "\nlesson: %s\n", st.Lesson)
+		}
 	}
-	fmt.Fprint(stdout, rep.Text())
-	if len(rep.Violations) > 0 {
-		fmt.Fprintf(stdout, "\nlesson: %s\n", st.Lesson)
+	if !rep.Complete() {
+		return fmt.Errorf("no verdict on %s: %s", joinKinds(rep.Unjudged), rep.Why())
 	}
 	return nil
 }
 
-// cell is one entry of the matrix, as -json prints it.
+// openBackend opens the backend name: a bad name is the caller's input (exit 2), a backend that
+// cannot start is the machine's (exit 1).
+func openBackend(name string) (redisenv.Env, error) {
+	env, err := redisenv.Open(name)
+	if errors.Is(err, redisenv.ErrBadName) {
+		return nil, usageError("%v", err)
+	}
+	return env, err
+}
+
+// runOnce plays sc against st on a fresh env of backend.
+func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
+	env, err := openBackend(backend)
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+	rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+	if errors.Is(err, sim.ErrNeedsReplica) {
+		return nil, usageError("%s", strings.TrimPrefix(err.Error(), "sim: "))
+	}
+	return rep, err
+}
+
+// repeatCmd plays one cell n times and says how many verdicts differed from the matrix's: the
+// way to check that a staged interleaving holds on a loaded machine.
+func repeatCmd(st *steps.Step, sc steps.Scenario, n int, backend string, asJSON bool, stdout, stderr io.Writer) error {
+	want := st.Expect[sc]
+	if want == nil {
+		want = []steps.Kind{}
+	}
+	type tally struct {
+		Step       string         `json:"step"`
+		Scenario   string         `json:"scenario"`
+		Runs       int            `json:"runs"`
+		Expected   []steps.Kind   `json:"expected"`
+		Differ     int            `json:"differ"`
+		Incomplete int            `json:"incomplete"`
+		Verdicts   map[string]int `json:"verdicts"`
+	}
+	t := tally{Step: st.Slug, Scenario: string(sc), Runs: n, Expected: want, Verdicts: map[string]int{}}
+	for i := range n {
+		rep, err := runOnce(st, sc, backend)
+		if err != nil {
+			return err
+		}
+		v := "✓"
+		if len(rep.Violations) > 0 {
+			v = joinKinds(rep.Violations)
+		}
+		if !rep.Complete() {
+			t.Incomplete++
+			v = "? " + rep.Why()
+		} else if !slices.Equal(rep.Violations, want) {
+			t.Differ++
+		}
+		t.Verdicts[v]++
+		if !asJSON && (i+1)%10 == 0 {
+			fmt.Fprint(stderr, ".")
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(t); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(stderr)
+		fmt.Fprintf(stdout, "step %s, scenario %s: %d runs, %d differ from the matrix (%s), %d without a verdict\n",
+			st.Slug, sc, n, t.Differ, orTick(joinKinds(want)), t.Incomplete)
+		for v, k := range t.Verdicts {
+			fmt.Fprintf(stdout, "  %4d × %s\n", k, v)
+		}
+	}
+	if t.Differ > 0 || t.Incomplete > 0 {
+		return fmt.Errorf("%d of %d runs of %s under %s differed from the matrix or had no verdict", t.Differ+t.Incomplete, n, st.Slug, sc)
+	}
+	return nil
+}
+
+func orTick(s string) string {
+	if s == "" {
+		return "✓"
+	}
+	return s
+}
+
+func joinKinds(ks []steps.Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// cell is one entry of the matrix, as -json prints it. Skipped says why a cell was not played
+// (the backend lacks what its scenario needs); Unjudged lists the kinds the referee could not
+// judge, with Why.
 type cell struct {
 	Step       string       `json:"step"`
 	Scenario   string       `json:"scenario"`
 	Violations []steps.Kind `json:"violations"`
+	Skipped    string       `json:"skipped,omitempty"`
+	Unjudged   []steps.Kind `json:"unjudged,omitempty"`
+	Why        string       `json:"why,omitempty"`
 }
 
 // matrixCmd plays every scenario against every step and prints the table.
 func matrixCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("matrix", "lab matrix [-json] [-redis embedded]", stderr)
+	fs := newFlags("matrix", "lab matrix [-json] [-redis embedded] [-steps 04,05]", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of {step, scenario, violations}")
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
+	only := fs.String("steps", "", "play only these steps, comma-separated (04,05 or atomic_ttl); default every step")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var cells []cell
-	for _, st := range catalog.Steps {
-		for _, sc := range steps.Scenarios {
-			env, err := redisenv.Open(*backend)
+	rows := catalog.Steps
+	if *only != "" {
+		rows = nil
+		for _, name := range strings.Split(*only, ",") {
+			st, err := catalog.Find(strings.TrimSpace(name))
 			if err != nil {
 				return usageError("%v", err)
 			}
+			rows = append(rows, st)
+		}
+	}
+	var cells []cell
+	incomplete := 0
+	for _, st := range rows {
+		for _, sc := range steps.Scenarios {
+			env, err := openBackend(*backend)
+			if err != nil {
+				return err
+			}
 			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
 			env.Close()
-			if err != nil {
+			c := cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
+			switch {
+			case errors.Is(err, sim.ErrNeedsReplica):
+				c.Skipped = strings.TrimPrefix(err.Error(), "sim: ")
+			case err != nil:
 				return fmt.Errorf("%s under %s: %w", st.Slug, sc, err)
+			default:
+				c.Violations = rep.Violations
+				if !rep.Complete() {
+					c.Unjudged, c.Why = rep.Unjudged, rep.Why()
+					incomplete++
+				}
 			}
-			cells = append(cells, cell{Step: st.Slug, Scenario: string(sc), Violations: rep.Violations})
+			cells = append(cells, c)
 		}
 		if !*asJSON {
 			fmt.Fprint(stderr, ".")
@@ -92,10 +226,33 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(cells)
+		if err := enc.Encode(cells); err != nil {
+			return err
+		}
+		if incomplete > 0 {
+			return fmt.Errorf("%d cells have no verdict", incomplete)
+		}
+		return nil
 	}
 	fmt.Fprintln(stderr)
 	fmt.Fprint(stdout, renderMatrix(cells))
+	skipped := map[string][]string{} // reason → scenarios
+	for _, c := range cells {
+		switch {
+		case c.Skipped != "":
+			if !slices.Contains(skipped[c.Skipped], c.Scenario) {
+				skipped[c.Skipped] = append(skipped[c.Skipped], c.Scenario)
+			}
+		case len(c.Unjudged) > 0:
+			fmt.Fprintf(stdout, "? %s × %s: no verdict on %s: %s\n", c.Step, c.Scenario, joinKinds(c.Unjudged), c.Why)
+		}
+	}
+	for why, scs := range skipped {
+		fmt.Fprintf(stdout, "skipped (%s, every step): %s\n", strings.Join(scs, ", "), why)
+	}
+	if incomplete > 0 {
+		return fmt.Errorf("%d cells have no verdict", incomplete)
+	}
 	return nil
 }
 
@@ -114,12 +271,13 @@ func renderMatrix(cells []cell) string {
 			b.WriteString("| " + c.Step + " |")
 		}
 		v := "✓"
-		if len(c.Violations) > 0 {
-			s := make([]string, len(c.Violations))
-			for j, k := range c.Violations {
-				s[j] = string(k)
-			}
-			v = strings.Join(s, ", ")
+		switch {
+		case c.Skipped != "":
+			v = "skipped"
+		case len(c.Unjudged) > 0:
+			v = "?"
+		case len(c.Violations) > 0:
+			v = joinKinds(c.Violations)
 		}
 		b.WriteString(" " + v + " |")
 		if i%len(steps.Scenarios) == len(steps.Scenarios)-1 {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -71,9 +72,19 @@ func Open(name string) (Env, error) {
 	case strings.HasPrefix(name, "redis://") || strings.HasPrefix(name, "rediss://"):
 		return NewURL(name)
 	default:
-		return nil, fmt.Errorf("redisenv: unknown backend %q (want embedded, server, container or redis://host:port[/db])", name)
+		return nil, nameError(fmt.Sprintf("unknown backend %q (want embedded, server, container or redis://host:port[/db])", name))
 	}
 }
+
+// ErrBadName is what Open wraps when the backend's name itself is wrong (an unknown backend, a
+// malformed URL): the caller's input, not the machine, is at fault.
+var ErrBadName = errors.New("redisenv: bad backend name")
+
+// nameError says what is wrong with a backend's name; it is ErrBadName.
+type nameError string
+
+func (e nameError) Error() string        { return "redisenv: " + string(e) }
+func (e nameError) Is(target error) bool { return target == ErrBadName }
 
 // FromEnv starts the backend named by $LAB_REDIS.
 func FromEnv() (Env, error) {

@@ -157,12 +157,14 @@ func tryStartNode(role string) (*node, error) {
 	return n, nil
 }
 
-// waitReady polls the node with PING until it answers, it exits, or startTimeout passes.
+// waitReady polls the node with PING until it answers, it exits, or startTimeout passes. A PONG
+// is not enough: another program may have taken the port between freePort and the bind, and the
+// node's redis-server then dies while the other answers; the answer must come from our process.
 func (n *node) waitReady() error {
 	deadline := time.Now().Add(startTimeout)
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		if ping(n.addr) == nil {
-			return nil
+			return n.isOurs()
 		}
 		select {
 		case <-n.exited:
@@ -192,6 +194,24 @@ func ping(addr string) error {
 	}
 	if !strings.HasPrefix(line, "+PONG") {
 		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// isOurs checks with INFO that the server answering at the node's address is the node's own
+// process.
+func (n *node) isOurs() error {
+	c := redis.NewClient(&redis.Options{Addr: n.addr, PoolSize: 1, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return fmt.Errorf("redisenv: the server on %s for the %s does not answer INFO: %w", n.addr, n.role, err)
+	}
+	if pid := infoField(info, "process_id"); pid != strconv.Itoa(n.cmd.Process.Pid) {
+		return fmt.Errorf("redisenv: another server (pid %s) answers on %s, the port given to the %s", pid, n.addr, n.role)
 	}
 	return nil
 }

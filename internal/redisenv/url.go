@@ -39,7 +39,7 @@ func NewURL(raw string) (*URL, error) {
 	}
 	opts, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, fmt.Errorf("redisenv: bad Redis URL %s: %v", shown, oneLine(err))
+		return nil, nameError(fmt.Sprintf("bad Redis URL %s: %v", shown, oneLine(err)))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), reachTimeout)
 	defer cancel()

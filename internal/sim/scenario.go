@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	}
 	pl := planFor(sc, cfg.Timing)
 	if pl.failover && !cfg.Env.Nodes()[0].CanFailover() {
-		return nil, fmt.Errorf("%w: the %s backend has one node and no replica", ErrNeedsReplica, cfg.Env.Backend())
+		return nil, fmt.Errorf("%w; the %s backend has a single node", ErrNeedsReplica, cfg.Env.Backend())
 	}
 	cfg.Stock = pl.stock
 	cfg.Timing.Work *= time.Duration(pl.workX)
@@ -219,7 +219,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 }
 
 // ErrNeedsReplica is Run's answer for a scenario that needs a lock replica the backend lacks.
-var ErrNeedsReplica = errors.New("sim: this scenario needs a lock server with a replica")
+var ErrNeedsReplica = errors.New("sim: the failover scenario needs a lock replica to promote")
 
 func waitFor(c <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
