@@ -57,7 +57,7 @@ func (w *frozenWatcher) Observe(ctx context.Context, send func(before Value)) (C
 		}
 	}
 	send(before)
-	if m2, _ := w.e.freeze(); m2 != m {
+	if w.e.current() != m {
 		return ch, errors.New("redisenv: the lock node failed over while a command ran on it")
 	}
 	after, ttl, err := readKey(m, w.key)
@@ -124,14 +124,19 @@ func (w *frozenWatcher) remember(v Value, now time.Time, ttl time.Duration) {
 	}
 }
 
+// current is the primary now.
+func (e *Embedded) current() *miniredis.Miniredis {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.primary
+}
+
 // freeze sets the current primary's clock to now (never backwards) and returns the primary and
 // the time it was set to. Keys due by then expire at the primary's next database access.
 func (e *Embedded) freeze() (*miniredis.Miniredis, time.Time) {
 	e.clockMu.Lock()
 	defer e.clockMu.Unlock()
-	e.mu.Lock()
-	m := e.primary
-	e.mu.Unlock()
+	m := e.current()
 	now := time.Now()
 	if now.Before(e.clock) {
 		now = e.clock

@@ -248,3 +248,51 @@ func (l *handOff) Lock(ctx context.Context, key string) (bool, error) {
 func (l *handOff) Unlock(ctx context.Context, key string) error {
 	return handOffUnlock.Run(ctx, l.rdb, []string{key, key + ":queue"}, l.id, l.ttl.Milliseconds()).Err()
 }
+
+// TestRefereeSaysWhatItCannotSee: a Redis user that may not read the lock (no DUMP), and a run
+// whose orders ignore their deadline: the referee reports what it could not judge, and the
+// verdict on those kinds is withheld, never a quiet ✓.
+func TestRefereeSaysWhatItCannotSee(t *testing.T) {
+	t.Run("no DUMP", func(t *testing.T) {
+		srv := needServer(t)
+		admin := redis.NewClient(srv.InventoryOptions())
+		defer admin.Close()
+		if err := admin.Do(context.Background(), "ACL", "SETUSER", "nodump", "on", ">pw", "~*", "&*", "+@all", "-dump").Err(); err != nil {
+			t.Fatal(err)
+		}
+		env, err := redisenvOpen("redis://nodump:pw@" + srv.InventoryOptions().Addr + "/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer env.Close()
+		st, _ := catalogFind("04")
+		for _, sc := range []steps.Scenario{steps.UnlockRace, steps.Crash} {
+			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			judgesForeign := slices.Contains(steps.Judges[sc], steps.ForeignRelease)
+			if rep.Complete() == judgesForeign || (judgesForeign && !slices.Equal(rep.Unjudged, []steps.Kind{steps.ForeignRelease})) {
+				t.Errorf("%s: unjudged %v, complete %v\n%s", sc, rep.Unjudged, rep.Complete(), rep.Text())
+			}
+		}
+	})
+	t.Run("past the deadline", func(t *testing.T) {
+		wake := make(chan struct{})
+		defer close(wake)
+		st := &steps.Step{Slug: "sleeper", New: func(p steps.Proc) steps.Locker {
+			return lockFunc{lock: func(ctx context.Context, key string) (bool, error) {
+				<-wake // deaf to its context, until the test ends
+				return false, nil
+			}, unlock: func(context.Context, string) error { return nil }}
+		}, Order: orderDefer}
+		tm := sim.Timing{TTL: 30 * time.Millisecond, Work: 3 * time.Millisecond, RTT: 250 * time.Microsecond}
+		rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: steptest.Env(t), Timing: tm}, steps.Contention)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.TimedOut == "" || rep.Complete() {
+			t.Fatalf("a run past its deadline was judged:\n%s", rep.Text())
+		}
+	})
+}

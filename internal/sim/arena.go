@@ -76,16 +76,16 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		a.inv.Close()
 		return nil, fmt.Errorf("sim: stocking the shelf: %w", err)
 	}
+	a.ref = newReferee(cfg.Stock)
 	for i, n := range cfg.Env.Nodes() {
 		w, err := n.Watch(a.lockKey)
 		if err != nil {
-			a.closeNodes()
-			a.inv.Close()
-			return nil, fmt.Errorf("sim: the referee cannot watch the lock on %s: %w", n.Name(), err)
+			// The run goes on; what depends on watching the lock goes unjudged, and says so.
+			w = blindWatcher{err}
+			a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the referee cannot watch the lock on %s: %v", n.Name(), err))
 		}
 		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, owners: map[string]int{}})
 	}
-	a.ref = newReferee(cfg.Stock)
 	return a, nil
 }
 
@@ -298,14 +298,20 @@ func (a *Arena) Inject(f Fault) (int, error) {
 // Report judges the run so far for scenario sc (its judged kinds become the violations), reading
 // the final stock from the inventory.
 func (a *Arena) Report(ctx context.Context, sc steps.Scenario) *Report {
-	st := a.probe(ctx)
+	a.mu.Lock()
+	timedOut := a.timedOut
+	a.mu.Unlock()
+	st := stuckState{detail: "the run did not finish"}
+	if timedOut == "" {
+		st = a.probe(ctx)
+	}
 	final, err := a.inv.Get(ctx, a.stockKey).Int()
 	if err != nil {
 		final = -1
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.ref.report(a, sc, final, st, a.timedOut)
+	return a.ref.report(a, sc, final, st, timedOut)
 }
 
 // Close stops every process and removes the run's keys. Its caller has waited for the orders.

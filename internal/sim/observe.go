@@ -67,7 +67,9 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	})
 	a.mu.Lock()
 	if werr != nil {
-		a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the referee could not see what buyer %d's %s did to the lock: %v", p.n, a.label(cmds, node), werr))
+		if _, never := e.w.(blindWatcher); !never {
+			a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the referee could not see what a command did to the lock on %s: %v", e.node.Name(), werr))
+		}
 		a.mu.Unlock()
 		return err
 	}
@@ -267,3 +269,17 @@ func (a *Arena) Lock(ctx context.Context) LockState {
 	st.Owner = max(e.owners[v.Print], 0)
 	return st
 }
+
+// blindWatcher stands in for a watcher the node would not give (a user not allowed to read the
+// lock, say): every command still goes out, and every observation fails with the reason.
+type blindWatcher struct{ err error }
+
+func (w blindWatcher) Observe(ctx context.Context, send func(before redisenv.Value)) (redisenv.Change, error) {
+	send(redisenv.Value{})
+	return redisenv.Change{}, w.err
+}
+func (w blindWatcher) Peek(context.Context) (redisenv.Value, time.Duration, error) {
+	return redisenv.Value{}, 0, w.err
+}
+func (w blindWatcher) Resync(context.Context) (redisenv.Value, error) { return redisenv.Value{}, w.err }
+func (w blindWatcher) Close() error                                   { return nil }

@@ -245,3 +245,101 @@ func TestRefereeJudgesAmbiguityByCommand(t *testing.T) {
 }
 
 func cmdsOf(cmds ...redis.Cmder) []redis.Cmder { return cmds }
+
+// lockedStep takes a SETNX lock with no TTL in its handler and gives it back only if unlock is
+// set: the stuck probe's subject.
+func lockedStep(unlock bool) *steps.Step {
+	return &steps.Step{
+		Slug: "00_setnx",
+		New:  func(p steps.Proc) steps.Locker { return setnxLocker{p} },
+		Order: func(ctx context.Context, l steps.Locker, s steps.Shop) error {
+			if ok, err := l.Lock(ctx, s.LockKey()); !ok || err != nil {
+				return steps.ErrBusy
+			}
+			if unlock {
+				defer l.Unlock(ctx, s.LockKey())
+			}
+			n, err := s.Stock(ctx)
+			if err != nil {
+				return err
+			}
+			return s.SetStock(ctx, n-1)
+		},
+	}
+}
+
+type setnxLocker struct{ p steps.Proc }
+
+func (l setnxLocker) Lock(ctx context.Context, key string) (bool, error) {
+	return l.p.Redis.SetNX(ctx, key, l.p.ID, 0).Result()
+}
+func (l setnxLocker) Unlock(ctx context.Context, key string) error {
+	return l.p.Redis.Del(ctx, key).Err()
+}
+
+// TestRefereePlantsEveryKind plants, by hand, each kind the overlap and foreign-release tests
+// above do not: a lost sale, a failed reentry, a flood, and a stuck lock (and its absence).
+func TestRefereePlantsEveryKind(t *testing.T) {
+	ctx := context.Background()
+	t.Run("lost-sales", func(t *testing.T) {
+		a, p1, _ := newTestArena(t, 5)
+		s := begin(a, p1)
+		a.done(s.o, nil) // answered "fine", sold nothing, never got in
+		rep := a.Report(ctx, steps.Contention)
+		if !slices.Equal(rep.Violations, []steps.Kind{steps.LostSales}) || rep.LostSales[0].Stock != 5 {
+			t.Fatalf("want one lost sale with 5 units on the shelf, got %v %+v", rep.Violations, rep.LostSales)
+		}
+	})
+	t.Run("reentry-failed", func(t *testing.T) {
+		a, p1, _ := newTestArena(t, 5)
+		p1.locker.inner = setnxLocker{steps.Proc{ID: p1.name, Redis: p1.lock[0]}}
+		s := begin(a, p1)
+		p1.locker.Lock(withOrder(ctx, s.o), a.lockKey)
+		if err := s.nested(withOrder(ctx, s.o)); err != ErrReentry {
+			t.Fatalf("nested returned %v", err)
+		}
+		rep := a.Report(ctx, steps.Reentrant)
+		if !slices.Equal(rep.Violations, []steps.Kind{steps.ReentryFailed}) || rep.ReentryFailures[0].Buyer != 1 {
+			t.Fatalf("want buyer 1's reentry failed, got %v %+v", rep.Violations, rep.ReentryFailures)
+		}
+	})
+	t.Run("flood", func(t *testing.T) {
+		a, p1, _ := newTestArena(t, 5)
+		for range steps.FloodLimit + 1 {
+			p1.lock[0].Get(ctx, a.lockKey)
+		}
+		sell(t, a, p1)
+		rep := a.Report(ctx, steps.Load)
+		if !slices.Equal(rep.Violations, []steps.Kind{steps.Flood}) {
+			t.Fatalf("want flood, got %v (%.0f commands per order)", rep.Violations, rep.CommandsPerOrder)
+		}
+	})
+	for _, unlock := range []bool{false, true} {
+		t.Run("stuck", func(t *testing.T) {
+			env, err := redisenv.NewEmbedded()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			a, err := NewArena(ctx, Config{Step: lockedStep(unlock), Env: env, Stock: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			p := a.addBuyer()
+			if err := a.order(ctx, p, nil); err != nil {
+				t.Fatal(err)
+			}
+			rep := a.Report(ctx, steps.Crash)
+			if unlock {
+				if rep.Stuck || len(rep.Violations) != 0 {
+					t.Fatalf("a lock given back was judged stuck:\n%s", rep.Text())
+				}
+				return
+			}
+			if !rep.Stuck || rep.StuckOwner != 1 || !slices.Equal(rep.Violations, []steps.Kind{steps.Stuck}) {
+				t.Fatalf("want the lock stuck with buyer 1, got stuck=%v owner=%d %v\n%s", rep.Stuck, rep.StuckOwner, rep.Violations, rep.Text())
+			}
+		})
+	}
+}
