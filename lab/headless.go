@@ -294,3 +294,23 @@ func scenarioList() string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// listCmd prints the steps' slugs or the scenarios' names, one per line, for scripts.
+func listCmd(args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return usageError("list needs one argument: steps or scenarios")
+	}
+	switch args[0] {
+	case "steps":
+		for _, st := range catalog.Steps {
+			fmt.Fprintln(stdout, st.Slug)
+		}
+	case "scenarios":
+		for _, sc := range steps.Scenarios {
+			fmt.Fprintln(stdout, sc)
+		}
+	default:
+		return usageError("list %q: want steps or scenarios", args[0])
+	}
+	return nil
+}

@@ -5,6 +5,7 @@
 //	go run ./lab                                  the terminal lab
 //	go run ./lab run -step 04 -scenario slow      one scenario, its report in words (-json)
 //	go run ./lab matrix                           the steps × scenarios table (-json)
+//	go run ./lab list steps|scenarios             the names, one per line, for scripts
 package main
 
 import (
@@ -50,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		case "matrix":
 			stopOnSignal()
 			return matrixCmd(args[1:], stdout, stderr)
+		case "list":
+			return listCmd(args[1:], stdout)
 		case "help":
 			return run([]string{"-h"}, stdout, stderr)
 		}
