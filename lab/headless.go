@@ -180,6 +180,7 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print a JSON array of {step, scenario, violations}")
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	only := fs.String("steps", "", "play only these steps, comma-separated (04,05 or atomic_ttl); default every step")
+	expected := fs.Bool("expected", false, "print the matrix the tests expect (the catalog's), without playing it")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -193,6 +194,25 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 			}
 			rows = append(rows, st)
 		}
+	}
+	if *expected {
+		var cells []cell
+		for _, st := range rows {
+			for _, sc := range steps.Scenarios {
+				c := cell{Step: st.Slug, Scenario: string(sc), Violations: st.Expect[sc]}
+				if c.Violations == nil {
+					c.Violations = []steps.Kind{}
+				}
+				cells = append(cells, c)
+			}
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(cells)
+		}
+		fmt.Fprint(stdout, renderMatrix(cells))
+		return nil
 	}
 	var cells []cell
 	incomplete := 0

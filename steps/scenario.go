@@ -5,19 +5,22 @@ type Scenario string
 
 // The scenarios, in the order the matrix shows them.
 const (
-	Contention Scenario = "contention"
-	Error      Scenario = "error"
-	Crash      Scenario = "crash"
-	Slow       Scenario = "slow"
-	UnlockRace Scenario = "unlock-race"
-	Reentrant  Scenario = "reentrant"
-	Pause      Scenario = "pause"
-	Failover   Scenario = "failover"
-	Load       Scenario = "load"
+	Contention  Scenario = "contention"
+	Error       Scenario = "error"
+	Crash       Scenario = "crash"
+	Slow        Scenario = "slow"
+	UnlockRace  Scenario = "unlock-race"
+	Reentrant   Scenario = "reentrant"
+	Pause       Scenario = "pause"
+	Failover    Scenario = "failover"
+	Load        Scenario = "load"
+	Partition   Scenario = "partition"
+	TwoRequests Scenario = "two-requests"
+	Greedy      Scenario = "greedy"
 )
 
 // Scenarios lists every scenario in matrix order.
-var Scenarios = []Scenario{Contention, Error, Crash, Slow, UnlockRace, Reentrant, Pause, Failover, Load}
+var Scenarios = []Scenario{Contention, Error, Crash, Slow, UnlockRace, Reentrant, Pause, Failover, Load, Partition, TwoRequests, Greedy}
 
 // Kind names one invariant a referee judges; a violation is reported by its Kind.
 type Kind string
@@ -31,39 +34,55 @@ const (
 	LostSales      Kind = "lost-sales"      // buyers turned away while stock remained
 	ReentryFailed  Kind = "reentry-failed"  // a nested acquire of a lock the caller already holds failed or blocked
 	Flood          Kind = "flood"           // more than FloodLimit Redis commands per confirmed order
+	Starved        Kind = "starved"         // a buyer waiting inside Lock saw StarveLimit acquisitions by buyers that asked after it
+	Idle           Kind = "idle"            // the lock sat free for more than IdleLimit of the time buyers waited inside Lock
 )
+
+// StarveLimit is how many acquisitions by later askers a waiting buyer may see before it starves.
+const StarveLimit = 3
+
+// IdleLimit is the share of the buyers' waiting time the lock may sit free before a run is idle:
+// a waiter asleep in a back-off while the lock is free. Calibrated on the load scenario (see
+// docs/architecture.md) so every verdict stands at least twice as far from it.
+const IdleLimit = 0.05
 
 // FloodLimit is the number of Redis commands per confirmed order above which a run floods Redis.
 const FloodLimit = 100
 
 // Kinds lists every violation kind in report order.
-var Kinds = []Kind{Overlap, Oversold, ForeignRelease, Stuck, LostSales, ReentryFailed, Flood}
+var Kinds = []Kind{Overlap, Oversold, ForeignRelease, Stuck, LostSales, ReentryFailed, Flood, Starved, Idle}
 
 // Judges lists the kinds each scenario judges. A scenario judges only these, so its verdict does
 // not depend on side effects it was not built to provoke.
 var Judges = map[Scenario][]Kind{
-	Contention: {Overlap, Oversold, LostSales},
-	Error:      {Stuck},
-	Crash:      {Stuck},
-	Slow:       {Overlap, Oversold, ForeignRelease},
-	UnlockRace: {ForeignRelease},
-	Reentrant:  {ReentryFailed, Overlap},
-	Pause:      {Overlap, Oversold},
-	Failover:   {Overlap, Oversold},
-	Load:       {Flood},
+	Contention:  {Overlap, Oversold, LostSales},
+	Error:       {Stuck},
+	Crash:       {Stuck},
+	Slow:        {Overlap, Oversold, ForeignRelease},
+	UnlockRace:  {ForeignRelease},
+	Reentrant:   {ReentryFailed, Overlap},
+	Pause:       {Overlap, Oversold},
+	Failover:    {Overlap, Oversold},
+	Load:        {Flood, Idle},
+	Partition:   {Overlap, Oversold},
+	TwoRequests: {Overlap, Oversold},
+	Greedy:      {Starved},
 }
 
 // Describe says in a few words what a scenario does to the first lock holder.
 var Describe = map[Scenario]string{
-	Contention: "many buyers start together against small stock",
-	Error:      "the first holder's work returns an error",
-	Crash:      "the first holder's process dies inside the critical section",
-	Slow:       "the first holder's work takes ~3 × TTL, process alive",
-	UnlockRace: "the holder freezes just before the command that deletes its lock, for longer than the TTL",
-	Reentrant:  "the work calls a helper that takes the same lock again",
-	Pause:      "the holder freezes (stop-the-world) between reading and writing stock, ~3 × TTL",
-	Failover:   "the lock primary dies after the holder's lock write, before replication; replica promoted",
-	Load:       "8 buyers keep ordering until 5 units are sold; Redis commands per confirmed order are counted",
+	Contention:  "many buyers start together against small stock",
+	Error:       "the first holder's work returns an error",
+	Crash:       "the first holder's process dies inside the critical section",
+	Slow:        "the first holder's work takes ~3 × TTL, process alive",
+	UnlockRace:  "the holder freezes just before the command that deletes its lock, for longer than the TTL",
+	Reentrant:   "the work calls a helper that takes the same lock again",
+	Pause:       "the holder freezes (stop-the-world) between reading and writing stock, ~3 × TTL",
+	Failover:    "the lock primary dies after the holder's lock write, before replication; replica promoted",
+	Load:        "8 buyers keep ordering until 5 units are sold; Redis commands per confirmed order and the lock's idle time are counted",
+	Partition:   "the holder loses its link to the lock server (not to the inventory) for ~3 × TTL inside its work, then writes",
+	TwoRequests: "one process serves two orders at once with one Locker (two goroutines of one server)",
+	Greedy:      "one buyer orders again the instant its order returns; after each release its retry reaches Redis first",
 }
 
 // ParseScenario returns the scenario with the given name.

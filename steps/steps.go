@@ -67,6 +67,9 @@ type Proc struct {
 	// Go starts a goroutine that belongs to the process (a watchdog). Its context ends when the
 	// process dies; a goroutine that ignores it outlives a crash, which a real process cannot.
 	Go func(func(ctx context.Context))
+	// Ctx is the process's lifetime: it ends when the process dies. A timer of the process (a
+	// lease's renewal) should stop with it, as a dead process's would.
+	Ctx context.Context
 }
 
 // Errors a step's handler or Locker returns. They all start with "steps:".

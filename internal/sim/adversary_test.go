@@ -117,27 +117,8 @@ func TestAdversaries(t *testing.T) {
 			}
 			return nil // "nothing went wrong"
 		}, steps.Contention, []steps.Kind{steps.LostSales}, nil},
-		// Unlocking before the stock write lets the next buyer in while this one is still
-		// inside: the shop, not the lock, says where the critical section ends.
-		{"unlock before the write", newSetNX(true, delPlain), func(ctx context.Context, l steps.Locker, s steps.Shop) error {
-			key := s.LockKey()
-			if ok, err := l.Lock(ctx, key); !ok || err != nil {
-				return errors.Join(steps.ErrBusy, err)
-			}
-			n, err := s.Stock(ctx)
-			if err == nil && n <= 0 {
-				err = steps.ErrSoldOut
-			}
-			if err == nil {
-				err = s.Work(ctx)
-			}
-			l.Unlock(ctx, key)
-			if err != nil {
-				return err
-			}
-			time.Sleep(5 * time.Millisecond)
-			return s.SetStock(ctx, n-1)
-		}, steps.Contention, []steps.Kind{steps.Overlap, steps.Oversold}, nil},
+		// (Unlocking before the stock write is TestRefereeUnlockBeforeTheWrite: planted, since
+		// a handler has no way to wait for the next buyer to get in.)
 		// A Lock that says yes to everyone is no lock at all.
 		{"lock that always says yes", func(p steps.Proc) steps.Locker {
 			return lockFunc{lock: func(ctx context.Context, key string) (bool, error) {

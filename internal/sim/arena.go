@@ -39,6 +39,7 @@ type Arena struct {
 	onEvent  func(Event)
 	inv      *redis.Client // uncounted: stocks the shelf, stamps, reads back
 	nodes    []*nodeEye
+	prio     *priority // the greedy scenario's head start
 
 	mu       sync.Mutex // guards the referee's state below, procs and the orders
 	procs    []*process
@@ -70,6 +71,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		fenceKey: pre + "stock:product:1001:fence",
 		onEvent:  cfg.OnEvent,
 		start:    time.Now(),
+		prio:     newPriority(),
 	}
 	a.inv = redis.NewClient(cfg.Env.InventoryOptions())
 	if err := a.inv.Set(ctx, a.stockKey, cfg.Stock, 0).Err(); err != nil {
@@ -126,7 +128,7 @@ func (a *Arena) order(ctx context.Context, p *process, hold <-chan struct{}) err
 	p.current = append(p.current, o)
 	a.ref.orders = append(a.ref.orders, o)
 	a.mu.Unlock()
-	a.emit(Event{Kind: EvStart, Buyer: p.n})
+	a.emit(Event{Kind: EvStart, Buyer: p.n, Order: o.k})
 	err := a.step.Order(withOrder(ctx, o), p.locker, &shop{p: p, o: o, hold: hold})
 	a.done(o, err)
 	return err
@@ -204,6 +206,7 @@ func (a *Arena) crashed(p *process) {
 	defer a.mu.Unlock()
 	for _, o := range p.current {
 		a.ref.leave(a, o, seq, false)
+		a.ref.released(a, o)
 	}
 }
 
@@ -216,6 +219,7 @@ func (a *Arena) done(o *order, err error) {
 	defer a.mu.Unlock()
 	o.done = true
 	p.lastDone = a.Since()
+	a.ref.released(a, o)
 	for i, x := range p.current {
 		if x == o {
 			p.current = append(p.current[:i:i], p.current[i+1:]...)
@@ -234,7 +238,7 @@ func (a *Arena) done(o *order, err error) {
 	} else if o.confirmed == 0 {
 		detail = "ok, but sold nothing"
 	}
-	a.emit(Event{Kind: EvDone, Buyer: p.n, Detail: detail})
+	a.emit(Event{Kind: EvDone, Buyer: p.n, Order: o.k, Detail: detail})
 }
 
 // closeSpan ends o's critical section at this moment of the inventory's order, unless it has
@@ -286,6 +290,8 @@ func (a *Arena) Inject(f Fault) (int, error) {
 		return 0, ErrNoHolder
 	}
 	switch f {
+	case FaultSecond:
+		return 0, errors.New("sim: a second request needs a live session")
 	case FaultCrash:
 		a.emit(Event{Kind: EvFault, Buyer: n, Detail: "crash: the process dies"})
 		p.crash()
@@ -322,6 +328,7 @@ func (a *Arena) Close() {
 	for _, p := range procs {
 		p.close()
 	}
+	a.prio.close()
 	ctx := context.Background()
 	a.inv.Del(ctx, a.stockKey, a.seqKey, a.fenceKey)
 	for _, e := range a.nodes {

@@ -16,14 +16,16 @@ const (
 	FaultError      Fault = "error"       // the work inside the critical section returns an error
 	FaultCrash      Fault = "crash"       // the process dies: no command of it, deferred or not, reaches Redis
 	FaultSlow       Fault = "slow"        // the work takes 3 × TTL while the process stays alive
-	FaultPause      Fault = "pause"       // stop-the-world for 3 × TTL: no command of the process leaves
+	FaultPause      Fault = "pause"       // stop-the-world for 3 × TTL, just before the stock write leaves
 	FaultUnlockRace Fault = "unlock-race" // the process freezes just before the command that deletes its lock
 	FaultFailover   Fault = "failover"    // the next lock write is not replicated, and the primary then dies
 	FaultReentrant  Fault = "reentrant"   // the work calls a helper that takes the same lock again
+	FaultPartition  Fault = "partition"   // the process loses its links to the lock nodes for 3 × TTL, inside its work
+	FaultSecond     Fault = "second"      // the process starts a second order at once, with the same Locker
 )
 
 // Faults lists the faults a learner can inject, in key order.
-var Faults = []Fault{FaultCrash, FaultError, FaultSlow, FaultPause, FaultUnlockRace, FaultFailover, FaultReentrant}
+var Faults = []Fault{FaultCrash, FaultError, FaultSlow, FaultPause, FaultUnlockRace, FaultFailover, FaultReentrant, FaultPartition, FaultSecond}
 
 // Errors the arena's shop and hooks return. Hazard: a step that hides them (as the article's
 // finally-return does) confirms orders that failed.
@@ -51,6 +53,8 @@ func faultOf(s steps.Scenario) Fault {
 		return FaultFailover
 	case steps.Reentrant:
 		return FaultReentrant
+	case steps.Partition:
+		return FaultPartition
 	}
 	return FaultNone
 }

@@ -176,8 +176,27 @@ func (l *Live) watchStuck() {
 	}
 }
 
-// Inject plays fault f on the current holder (see Arena.Inject).
-func (l *Live) Inject(f Fault) (int, error) { return l.a.Inject(f) }
+// Inject plays fault f on the current holder (see Arena.Inject). FaultSecond starts a second
+// order on the holder's process at once, with the same Locker: two requests of one server.
+func (l *Live) Inject(f Fault) (int, error) {
+	if f != FaultSecond {
+		return l.a.Inject(f)
+	}
+	n := l.a.Holder()
+	p := l.a.proc(n)
+	if p == nil {
+		return 0, ErrNoHolder
+	}
+	l.a.emit(Event{Kind: EvFault, Buyer: n, Detail: "second: the same process starts a second order, with the same Locker"})
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		ctx, cancel := context.WithTimeout(l.ctx, 20*l.a.t.TTL)
+		defer cancel()
+		l.a.order(ctx, p, nil)
+	}()
+	return n, nil
+}
 
 // Stop ends the session: buyers finish, every process stops, and the report of the whole
 // session is returned (judged against every kind: a live session is not one scenario).

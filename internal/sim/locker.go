@@ -21,7 +21,7 @@ type order struct {
 	endAt     time.Duration
 	final     bool // endSeq is a stock write, not a stand-in (an unlock, the handler's return)
 	confirmed int  // stock writes the inventory accepted
-	holds     int  // Lock calls that returned true, minus Unlock calls, never below 0
+	holds     int  // Lock calls that returned true, minus Unlock calls that returned, never below 0
 	heldAt    time.Duration
 	waited    bool // a lock command of this order found the lock held by another process
 	done      bool
@@ -44,6 +44,14 @@ type call struct {
 	o     *order // nil when the call's context carried no order and the process had several
 	began time.Duration
 	wrote []bool // per lock node: a command of this call created or replaced the lock there
+}
+
+// order is the k of the call's order, 0 if none.
+func (c *call) order() int {
+	if c.o == nil {
+		return 0
+	}
+	return c.o.k
 }
 
 type ctxKey int
@@ -88,5 +96,7 @@ func (l *observedLocker) Unlock(ctx context.Context, key string) error {
 	a := l.p.a
 	c := a.callBegan(l.p, ctx, unlockCall)
 	a.unlockBegan(c)
-	return l.inner.Unlock(context.WithValue(ctx, callKey, c), key)
+	err := l.inner.Unlock(context.WithValue(ctx, callKey, c), key)
+	a.unlockReturned(c)
+	return err
 }

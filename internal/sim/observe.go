@@ -54,6 +54,22 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	}
 	e.turn.Lock()
 	defer e.turn.Unlock()
+	// The greedy scenario's gate is checked with the node's turn in hand, so no command that
+	// passed it earlier can slip in between the greedy buyer's release and its retry.
+	for {
+		g, shut := a.prio.shutFor(p)
+		if !shut {
+			break
+		}
+		e.turn.Unlock()
+		err := a.prio.await(ctx, p, g)
+		e.turn.Lock()
+		if err != nil {
+			return fail(cmds, err)
+		}
+	}
+	a.prio.before(p, c, cmds, a.lockKey, a.t.TTL/2)
+	defer a.prio.after(p, c)
 	var err error
 	ch, werr := e.w.Observe(context.WithoutCancel(ctx), func(before redisenv.Value) {
 		a.mu.Lock()
@@ -108,9 +124,11 @@ func (a *Arena) judge(e *nodeEye, p *process, cmds []redis.Cmder, c *call, ch re
 		a.gone(e, p, cmds, ch, owner)
 	}
 	if af.Exists {
+		// A value its owner rewrote stays its owner's (a count, a renewal), unless a Lock call
+		// that wrote nothing returns with it: then it was handed over (see lockReturned).
+		e.since = a.Since()
 		if !own {
 			e.owners[af.Print] = p.n
-			e.since = a.Since()
 			if c != nil {
 				c.wrote[e.i] = true
 			}
@@ -200,7 +218,11 @@ func (a *Arena) callBegan(p *process, ctx context.Context, kind callKind) *call 
 	if o == nil && len(p.current) == 1 {
 		o = p.current[0]
 	}
-	return &call{kind: kind, p: p, o: o, began: a.Since(), wrote: make([]bool, len(a.nodes))}
+	c := &call{kind: kind, p: p, o: o, began: a.Since(), wrote: make([]bool, len(a.nodes))}
+	if kind == lockCall && p.n != 0 {
+		a.ref.waits.began(c)
+	}
+	return c
 }
 
 // lockReturned records what a Lock call answered. A call that got the lock without writing it
@@ -210,7 +232,8 @@ func (a *Arena) lockReturned(c *call, ok bool, err error) {
 	defer a.mu.Unlock()
 	if !ok || err != nil {
 		if c.p.n != 0 {
-			a.emit(Event{Kind: EvRefused, Buyer: c.p.n})
+			a.ref.waits.refused(c)
+			a.emit(Event{Kind: EvRefused, Buyer: c.p.n, Order: c.order()})
 		}
 		return
 	}
@@ -222,6 +245,9 @@ func (a *Arena) lockReturned(c *call, ok bool, err error) {
 			}
 		}
 	}
+	if c.p.n != 0 {
+		a.ref.acquired(a, c, c.o != nil && c.o.holds == 0)
+	}
 	if o := c.o; o != nil {
 		o.holds++
 		if o.holds == 1 {
@@ -230,19 +256,27 @@ func (a *Arena) lockReturned(c *call, ok bool, err error) {
 	}
 }
 
-// unlockBegan records the start of an Unlock call: the order's hold ends, and an order that has
-// read the stock but not written it leaves the critical section here.
+// unlockBegan records the start of an Unlock call: an order that has read the stock but not
+// written it leaves the critical section here.
 func (a *Arena) unlockBegan(c *call) {
+	if c.o != nil {
+		a.closeSpan(c.o)
+	}
+}
+
+// unlockReturned records the end of an Unlock call: the order's hold ends with its last Unlock.
+func (a *Arena) unlockReturned(c *call) {
 	o := c.o
 	if o == nil {
 		return
 	}
 	a.mu.Lock()
-	if o.holds > 0 {
+	defer a.mu.Unlock()
+	if o.holds == 1 {
+		a.ref.released(a, o)
+	} else if o.holds > 1 {
 		o.holds--
 	}
-	a.mu.Unlock()
-	a.closeSpan(o)
 }
 
 // LockState is what the lock server says about the lock right now.

@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"bytes"
 	"context"
+	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
@@ -29,8 +32,9 @@ type process struct {
 	wg     sync.WaitGroup // goroutines started through Proc.Go
 
 	mu       sync.Mutex
-	gate     chan struct{} // closed while the process runs; open while it is frozen
-	thawAt   time.Time
+	frozen   outage // the whole process stops (a stop-the-world pause)
+	cut      outage // its links to the lock nodes are down (a partition); the inventory's are not
+	conns    map[*procConn]struct{}
 	armed    Fault         // a fault waiting for its moment
 	poke     chan struct{} // wakes the work when a fault is injected into it
 	orders   int           // orders started
@@ -50,8 +54,9 @@ func newProcess(a *Arena, n int) *process {
 	if n == 0 {
 		p.name = "probe"
 	}
-	p.gate = make(chan struct{})
-	close(p.gate)
+	p.frozen = newOutage(EvFrozen, EvThawed)
+	p.cut = newOutage(EvPartitioned, EvHealed)
+	p.conns = map[*procConn]struct{}{}
 	p.ctx, p.kill = context.WithCancel(context.Background())
 	for i, node := range a.env.Nodes() {
 		o := node.Options()
@@ -65,7 +70,7 @@ func newProcess(a *Arena, n int) *process {
 	}
 	p.inv = redis.NewClient(a.env.InventoryOptions())
 	p.inv.AddHook(invHook{p: p})
-	inner := a.step.New(steps.Proc{ID: p.name, Redis: p.lock[0], Nodes: p.lock, TTL: a.t.TTL, Go: p.spawn})
+	inner := a.step.New(steps.Proc{ID: p.name, Redis: p.lock[0], Nodes: p.lock, TTL: a.t.TTL, Go: p.spawn, Ctx: p.ctx})
 	p.locker = &observedLocker{p: p, inner: inner}
 	return p
 }
@@ -103,43 +108,64 @@ func (p *process) crash() {
 		c.Close()
 	}
 	p.inv.Close()
+	p.closeConns() // its subscriptions die with it too
 	p.a.emit(Event{Kind: EvCrashed, Buyer: p.n})
 	p.a.crashed(p)
 }
 
-// freeze stops the whole process: no command of it leaves until it thaws, after d, or, when the
-// process is staged, once its witness has acted (at most witnessCap after now).
-func (p *process) freeze(d time.Duration) {
+// outage is a stretch of time in which some of a process's traffic cannot leave: all of it while
+// the process is frozen, its lock traffic while it is cut off from the lock nodes. It ends after
+// its duration, or, when the process is staged, once its witness has acted (at most witnessCap).
+type outage struct {
+	gate       chan struct{} // closed while traffic flows; open during the outage
+	until      time.Time
+	began, end EventKind
+}
+
+func newOutage(began, end EventKind) outage {
+	o := outage{gate: make(chan struct{}), began: began, end: end}
+	close(o.gate)
+	return o
+}
+
+// freeze stops the whole process for d: no command of it leaves until it thaws.
+func (p *process) freeze(d time.Duration) { p.start(&p.frozen, d) }
+
+// partition cuts the process's links to the lock nodes for d; its work and its inventory go on.
+func (p *process) partition(d time.Duration) { p.start(&p.cut, d) }
+
+// start begins (or extends) outage o for d, or until the witness has acted when staged.
+func (p *process) start(o *outage, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	until := time.Now().Add(d)
 	if p.witness != nil {
 		until = time.Now().Add(p.witnessCap)
 	}
-	if until.Before(p.thawAt) {
+	if until.Before(o.until) {
 		return
 	}
-	p.thawAt = until
+	o.until = until
 	select {
-	case <-p.gate:
-		p.gate = make(chan struct{})
-		p.a.emit(Event{Kind: EvFrozen, Buyer: p.n, Detail: d.String()})
-		go p.thawLoop(p.gate, p.witness)
+	case <-o.gate:
+		o.gate = make(chan struct{})
+		p.a.emit(Event{Kind: o.began, Buyer: p.n, Detail: d.String()})
+		go p.endLoop(o, o.gate, p.witness)
 	default:
 	}
 }
 
-// thawLoop reopens gate once the latest thaw time has passed (a second freeze can extend it), or
-// the witness has acted, or the process died.
-func (p *process) thawLoop(gate chan struct{}, witness <-chan struct{}) {
+// endLoop reopens gate once the latest end of o has passed (a second start can extend it), or
+// its witness has acted, or the process died.
+func (p *process) endLoop(o *outage, gate chan struct{}, witness <-chan struct{}) {
 	for {
 		p.mu.Lock()
-		wait := time.Until(p.thawAt)
+		wait := time.Until(o.until)
 		if wait <= 0 || p.isDead() {
 			close(gate)
 			p.mu.Unlock()
 			if !p.isDead() {
-				p.a.emit(Event{Kind: EvThawed, Buyer: p.n})
+				p.a.emit(Event{Kind: o.end, Buyer: p.n})
 			}
 			return
 		}
@@ -148,10 +174,10 @@ func (p *process) thawLoop(gate chan struct{}, witness <-chan struct{}) {
 		select {
 		case <-t.C:
 		case <-witness:
-			// The counterpart has acted: thaw one Work later, so the overlap the freeze was
+			// The counterpart has acted: end one Work later, so the overlap the outage was
 			// staged for is wide enough to see.
 			p.mu.Lock()
-			p.thawAt = time.Now().Add(p.a.t.Work)
+			o.until = time.Now().Add(p.a.t.Work)
 			p.mu.Unlock()
 			witness = nil
 		case <-p.dead:
@@ -160,10 +186,10 @@ func (p *process) thawLoop(gate chan struct{}, witness <-chan struct{}) {
 	}
 }
 
-// awaitThaw blocks while the process is frozen. It fails if the process dies or ctx ends.
-func (p *process) awaitThaw(ctx context.Context) error {
+// await blocks while o lasts. It fails if the process dies or ctx ends.
+func (p *process) await(ctx context.Context, o *outage) error {
 	p.mu.Lock()
-	gate := p.gate
+	gate := o.gate
 	p.mu.Unlock()
 	select {
 	case <-gate:
@@ -226,11 +252,16 @@ func (p *process) close() {
 	p.inv.Close()
 }
 
-// network is the way out of the process: a command waits while the process is frozen, then
-// spends one simulated round trip.
-func (p *process) network(ctx context.Context) error {
-	if err := p.awaitThaw(ctx); err != nil {
+// network is the way out of the process: a command waits while the process is frozen (and, to
+// a lock node, while its links are cut), then spends one simulated round trip.
+func (p *process) network(ctx context.Context, lock bool) error {
+	if err := p.await(ctx, &p.frozen); err != nil {
 		return err
+	}
+	if lock {
+		if err := p.await(ctx, &p.cut); err != nil {
+			return err
+		}
 	}
 	return p.sleep(ctx, p.a.t.RTT)
 }
@@ -242,7 +273,17 @@ type lockHook struct {
 	node int
 }
 
-func (h lockHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+// DialHook wraps every connection to the lock node, so that a subscription (whose messages no
+// command hook sees) is frozen, cut and killed with the process.
+func (h lockHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return h.p.wrap(c), nil
+	}
+}
 
 func (h lockHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -272,7 +313,7 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 		p.a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: string(FaultUnlockRace) + ": frozen just before " + p.a.label(inner, node)})
 		p.freeze(p.a.unlockFreeze())
 	}
-	if err := p.network(ctx); err != nil {
+	if err := p.network(ctx, true); err != nil {
 		return fail(cmds, err)
 	}
 	p.a.count(p, inner, node)
@@ -303,7 +344,7 @@ func (p *process) invCmds(ctx context.Context, cmds []redis.Cmder, send func() e
 	if redisenv.Handshake(cmds...) {
 		return send()
 	}
-	if err := p.network(ctx); err != nil {
+	if err := p.network(ctx, false); err != nil {
 		return fail(cmds, err)
 	}
 	return send()
@@ -315,4 +356,70 @@ func fail(cmds []redis.Cmder, err error) error {
 		c.SetErr(err)
 	}
 	return err
+}
+
+// procConn is a process's connection to a lock node. Commands are faulted in the command hooks;
+// a connection that subscribes is faulted here too, because its messages arrive without a
+// command: while the process is frozen or cut off, nothing is read from it, and a crash closes it.
+type procConn struct {
+	net.Conn
+	p      *process
+	pubsub atomic.Bool
+}
+
+func (p *process) wrap(c net.Conn) net.Conn {
+	pc := &procConn{Conn: c, p: p}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.isDead() {
+		c.Close()
+	}
+	p.conns[pc] = struct{}{}
+	return pc
+}
+
+func (c *procConn) Write(b []byte) (int, error) {
+	if !c.pubsub.Load() && subscribes(b) {
+		c.pubsub.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+// subscribes reports whether a write carries a SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE command.
+func subscribes(b []byte) bool {
+	b = bytes.ToLower(b)
+	for _, name := range []string{"\r\nsubscribe\r\n", "\r\npsubscribe\r\n", "\r\nssubscribe\r\n"} {
+		if bytes.Contains(b, []byte(name)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *procConn) Read(b []byte) (int, error) {
+	if c.pubsub.Load() {
+		if err := c.p.network(context.Background(), true); err != nil {
+			return 0, net.ErrClosed
+		}
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *procConn) Close() error {
+	c.p.mu.Lock()
+	delete(c.p.conns, c)
+	c.p.mu.Unlock()
+	return c.Conn.Close()
+}
+
+func (p *process) closeConns() {
+	p.mu.Lock()
+	conns := make([]*procConn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Conn.Close()
+	}
 }

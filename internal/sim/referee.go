@@ -27,11 +27,12 @@ type referee struct {
 	lost     []Rejection
 	reentry  []Reentry
 	blinds   []Blind
+	waits    waits
 	told     map[steps.Kind]bool // kinds already announced live
 }
 
 func newReferee(stock int) referee {
-	return referee{initial: stock, shelf: stock, pairs: map[[2]int]bool{}, told: map[steps.Kind]bool{}}
+	return referee{initial: stock, shelf: stock, pairs: map[[2]int]bool{}, told: map[steps.Kind]bool{}, waits: newWaits()}
 }
 
 // Overlap is a time two orders were inside the critical section together: the second read the
@@ -111,7 +112,7 @@ func (r *referee) read(a *Arena, o *order, seq int64, stock int) {
 		return
 	}
 	o.readSeq, o.readAt = seq, a.Since()
-	a.emit(Event{Kind: EvEnter, Buyer: o.p.n, Stock: stock})
+	a.emit(Event{Kind: EvEnter, Buyer: o.p.n, Order: o.k, Stock: stock})
 	r.checkOverlaps(a, o)
 }
 
@@ -121,7 +122,7 @@ func (r *referee) wrote(a *Arena, o *order, seq int64, stock int) {
 	if seq > r.shelfSeq {
 		r.shelf, r.shelfSeq = stock, seq
 	}
-	a.emit(Event{Kind: EvWrite, Buyer: o.p.n, Stock: stock})
+	a.emit(Event{Kind: EvWrite, Buyer: o.p.n, Order: o.k, Stock: stock})
 	if over := r.confirmed - (r.initial - r.shelf); over > 0 {
 		r.announce(a, steps.Oversold, oversoldSentence(r.confirmed, r.initial-r.shelf))
 	}
@@ -145,7 +146,7 @@ func (r *referee) leave(a *Arena, o *order, seq int64, final bool) {
 		return
 	}
 	if first {
-		a.emit(Event{Kind: EvExit, Buyer: o.p.n})
+		a.emit(Event{Kind: EvExit, Buyer: o.p.n, Order: o.k})
 	}
 	r.checkOverlaps(a, o)
 }
@@ -219,7 +220,7 @@ func (r *referee) waiting(a *Arena, c *call, owner int) {
 	if c.o != nil {
 		c.o.waited = true
 	}
-	a.emit(Event{Kind: EvWaiting, Buyer: c.p.n, Other: owner})
+	a.emit(Event{Kind: EvWaiting, Buyer: c.p.n, Order: c.order(), Other: owner})
 }
 
 // blind records something the referee could not observe, once per sentence.
@@ -272,4 +273,13 @@ func oversoldSentence(confirmed, left int) string {
 		verb = "unit left"
 	}
 	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
+}
+
+// released ends o's hold, if it had one: its last Unlock began, or it ended or died holding.
+func (r *referee) released(a *Arena, o *order) {
+	if o.holds == 0 {
+		return
+	}
+	o.holds = 0
+	r.waits.released(a.Since())
 }

@@ -343,3 +343,55 @@ func TestRefereePlantsEveryKind(t *testing.T) {
 		})
 	}
 }
+
+// TestRefereeFollowsAHandOff: a holder that hands its lock to a waiter by writing the waiter's
+// token (a correct FIFO lock) has not released anything of another's, and the waiter, whose Lock
+// returns without a write of its own, owns what was written for it: its delete is its own.
+func TestRefereeFollowsAHandOff(t *testing.T) {
+	ctx := context.Background()
+	a, p1, p2 := newTestArena(t, 5)
+	if err := p1.lock[0].SetNX(ctx, a.lockKey, "buyer-1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	o2 := begin(a, p2).o
+	c := a.callBegan(p2, withOrder(ctx, o2), lockCall) // buyer 2 starts waiting after buyer 1 got it
+	if err := p1.lock[0].Set(ctx, a.lockKey, "buyer-2", 0).Err(); err != nil {
+		t.Fatal(err) // buyer 1 hands it over
+	}
+	a.lockReturned(c, true, nil)
+	if err := p2.lock[0].Del(ctx, a.lockKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep := a.Report(ctx, steps.UnlockRace)
+	if len(rep.ForeignReleases) != 0 {
+		t.Fatalf("a hand-off was judged a foreign release: %+v", rep.ForeignReleases)
+	}
+}
+
+// TestRefereeUnlockBeforeTheWrite: an order that unlocks, then writes the stock, is inside until
+// its write: a second order that locks and reads in between overlaps it (the lock's release does
+// not end a critical section; the shop's write does).
+func TestRefereeUnlockBeforeTheWrite(t *testing.T) {
+	ctx := context.Background()
+	a, p1, p2 := newTestArena(t, 5)
+	for _, p := range []*process{p1, p2} {
+		p.locker.inner = setnxLocker{steps.Proc{ID: p.name, Redis: p.lock[0]}}
+	}
+	s1, s2 := begin(a, p1), begin(a, p2)
+	c1, c2 := withOrder(ctx, s1.o), withOrder(ctx, s2.o)
+	p1.locker.Lock(c1, a.lockKey)
+	n1, _ := s1.Stock(c1)
+	p1.locker.Unlock(c1, a.lockKey) // unlocks early
+	if ok, _ := p2.locker.Lock(c2, a.lockKey); !ok {
+		t.Fatal("buyer 2 could not take the freed lock")
+	}
+	n2, _ := s2.Stock(c2)
+	s1.SetStock(c1, n1-1) // ... and writes afterwards
+	s2.SetStock(c2, n2-1)
+	p2.locker.Unlock(c2, a.lockKey)
+	rep := a.Report(ctx, steps.Contention)
+	if want := []steps.Kind{steps.Overlap, steps.Oversold}; !slices.Equal(rep.Violations, want) {
+		t.Fatalf("want %v, got %v\n%s", want, rep.Violations, rep.Text())
+	}
+}

@@ -22,6 +22,8 @@ type Report struct {
 	ForeignReleases  []Foreign    `json:"foreign_releases"`
 	LostSales        []Rejection  `json:"lost_sales"`
 	ReentryFailures  []Reentry    `json:"reentry_failures"`
+	Starvations      []Starve     `json:"starvations"`
+	IdleShare        float64      `json:"idle_share"` // the share of the time the lock sat free after a release while a buyer waited for it
 	StuckOwner       int          `json:"stuck_owner,omitempty"`
 	Stuck            bool         `json:"stuck"`
 	FailedOver       bool         `json:"failed_over"`
@@ -60,6 +62,7 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, st stuckState, 
 		InitialStock: r.initial, FinalStock: final, Confirmed: r.confirmed,
 		Overlaps: r.overlaps, ForeignReleases: r.foreign, LostSales: r.lost, ReentryFailures: r.reentry,
 		FailedOver: r.failedOver, Commands: r.commands, TimedOut: timedOut,
+		Starvations: r.waits.starved, IdleShare: r.waits.idleShare(),
 		Untracked: slices.Clone(r.blinds),
 	}
 	if final < 0 {
@@ -102,6 +105,12 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, st stuckState, 
 	}
 	if rep.CommandsPerOrder > steps.FloodLimit {
 		found[steps.Flood] = floodSentence(r.commands, r.confirmed)
+	}
+	if len(r.waits.starved) > 0 {
+		found[steps.Starved] = r.waits.starved[0].String()
+	}
+	if rep.IdleShare > steps.IdleLimit {
+		found[steps.Idle] = idleSentence(rep.IdleShare)
 	}
 	judged := map[steps.Kind]bool{}
 	for _, k := range steps.Judges[sc] {
@@ -148,6 +157,9 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, st stuckState, 
 	}
 	if rep.ReentryFailures == nil {
 		rep.ReentryFailures = []Reentry{}
+	}
+	if rep.Starvations == nil {
+		rep.Starvations = []Starve{}
 	}
 	if rep.Untracked == nil {
 		rep.Untracked = []Blind{}
@@ -220,6 +232,12 @@ func (rep *Report) Text() string {
 	}
 	for _, e := range rep.ReentryFailures {
 		fmt.Fprintf(&b, "  reentry failed: %s\n", e)
+	}
+	for _, s := range rep.Starvations {
+		fmt.Fprintf(&b, "  starved: %s\n", s)
+	}
+	if rep.IdleShare > 0 {
+		fmt.Fprintf(&b, "  the lock sat free for %.1f%% of the time while buyers waited for it\n", 100*rep.IdleShare)
 	}
 	if rep.TimedOut != "" {
 		fmt.Fprintf(&b, "  timed out: %s\n", rep.TimedOut)

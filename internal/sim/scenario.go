@@ -18,6 +18,8 @@ type buyerPlan struct {
 	holdBy int           // stay inside after the work until this buyer's event below (capped); -1: every other buyer settled
 	until  EventKind     // EvEnter, EvDone or settled, of holdBy
 	repeat bool          // keep ordering (retrying after a refusal) while stock remains
+	greedy bool          // order again the instant an order returns, with a head start on every release
+	second bool          // once its first order is inside, start a second order on the same process
 	// witness: this buyer's fault lasts until that buyer has entered, found the lock taken, or
 	// finished (see process.witness), at most witnessCap.
 	witness    int
@@ -82,6 +84,22 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		// too; the second stays until the holder is done.
 		p.failover = true
 		p.buyers = []buyerPlan{{holdBy: 2, until: EvEnter}, held(T / 10)}
+	case steps.Partition:
+		// The holder's link to the lock server goes down inside its work, until the second
+		// buyer, who comes 2.4 TTL after the holder got in, has got in or found the lock taken;
+		// the holder works on and writes when the link is back (unless its lock stopped it).
+		first := one(FaultPartition)
+		first.witness, first.witnessCap = 2, 6*T
+		p.buyers = []buyerPlan{first, held(12 * T / 5)}
+	case steps.TwoRequests:
+		// One process, one Locker, two requests: the second starts once the first is inside,
+		// the first stays until the second has got in, been refused or found the lock taken,
+		// and the second stays until the first is done.
+		p.buyers = []buyerPlan{{second: true}}
+	case steps.Greedy:
+		// The greedy buyer orders again and again; two others come once it is inside and wait.
+		p.stock = 6
+		p.buyers = []buyerPlan{{repeat: true, greedy: true}, later(T / 10), later(T / 5)}
 	case steps.Load:
 		// Commands per order of a spinning step are waiters × work ÷ time per spin. Under the
 		// race detector on 2 overloaded cores a spin was measured at up to 3 ms; 7 waiters and
@@ -131,8 +149,11 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		}
 	}
 	procs := make([]*process, len(pl.buyers))
-	for i := range pl.buyers {
+	for i, b := range pl.buyers {
 		procs[i] = a.addBuyer()
+		if b.greedy {
+			a.prio.set(procs[i])
+		}
 	}
 	var wg sync.WaitGroup
 	var running sync.Map         // buyer → still ordering
@@ -151,6 +172,22 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 			hold = sig.allBut(p.n, settled)
 		case b.holdBy != 0:
 			hold = sig.get(b.holdBy, b.until)
+		case b.second:
+			hold = sig.order(p.n, 2, settled)
+			wg.Add(1)
+			running.Store(p.n, true)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-sig.order(p.n, 1, EvEnter):
+				case <-sig.order(p.n, 1, EvDone):
+				case <-rctx.Done():
+					return
+				}
+				octx, ocancel := context.WithTimeout(rctx, 10*a.t.TTL)
+				defer ocancel()
+				a.order(octx, p, sig.order(p.n, 1, EvDone))
+			}()
 		}
 		wg.Add(1)
 		running.Store(p.n, true)
@@ -168,6 +205,9 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 					return
 				}
 			}
+			if b.greedy {
+				defer a.prio.close() // no more head starts once it stops ordering
+			}
 			for {
 				octx, ocancel := context.WithTimeout(rctx, 10*a.t.TTL)
 				err := a.order(octx, p, hold)
@@ -175,7 +215,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 				if !b.repeat || p.isDead() || rctx.Err() != nil || a.shelf() <= 0 {
 					return
 				}
-				if errors.Is(err, steps.ErrBusy) && p.sleep(rctx, a.t.Work) != nil {
+				if !b.greedy && errors.Is(err, steps.ErrBusy) && p.sleep(rctx, a.t.Work) != nil {
 					return
 				}
 			}
@@ -260,6 +300,13 @@ func (s *signals) get(buyer int, k EventKind) <-chan struct{} {
 	return s.chanLocked([2]any{buyer, k})
 }
 
+// order closes when the buyer's k-th order gives signal kind.
+func (s *signals) order(buyer, k int, kind EventKind) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.chanLocked([2]any{[2]int{buyer, k}, kind})
+}
+
 func (s *signals) chanLocked(key [2]any) chan struct{} {
 	c, ok := s.chans[key]
 	if !ok {
@@ -309,6 +356,12 @@ func (s *signals) see(e Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fire := func(k EventKind) {
+		if e.Order != 0 {
+			if key := [2]any{[2]int{e.Buyer, e.Order}, k}; !s.closed[key] {
+				close(s.chanLocked(key))
+				s.closed[key] = true
+			}
+		}
 		key := [2]any{e.Buyer, k}
 		if s.closed[key] {
 			return

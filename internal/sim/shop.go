@@ -151,8 +151,9 @@ func (s *shop) Work(ctx context.Context) error {
 	start := time.Now()
 	end := start.Add(a.t.Work)
 	var slowed <-chan struct{} // closes when a staged slow fault's witness has acted
+	cut := false               // a partition struck in this work: it works on until the link is back
 	for {
-		switch f := p.take(FaultError, FaultCrash, FaultSlow, FaultReentrant); f {
+		switch f := p.take(FaultError, FaultCrash, FaultSlow, FaultReentrant, FaultPartition); f {
 		case FaultError:
 			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "error: the work returns an error"})
 			return ErrWork
@@ -171,6 +172,10 @@ func (s *shop) Work(ctx context.Context) error {
 			if err := s.nested(ctx); err != nil {
 				return err
 			}
+		case FaultPartition:
+			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "partition: the process loses its link to the lock server, not to the inventory; it keeps working"})
+			p.partition(3 * a.t.TTL)
+			cut = true
 		}
 		// Work until end; then, if the scenario holds this buyer inside, until the hold opens or
 		// its cap passes.
@@ -181,6 +186,12 @@ func (s *shop) Work(ctx context.Context) error {
 			until = end
 		case s.hold != nil && time.Now().Before(holdUntil):
 			until, holdC = holdUntil, s.hold
+		case cut:
+			cut = false
+			if err := p.await(ctx, &p.cut); err != nil {
+				return err
+			}
+			continue
 		default:
 			return nil
 		}

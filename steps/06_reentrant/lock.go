@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/steps"
@@ -22,7 +23,8 @@ type Locker struct {
 	rdb   *redis.Client
 	owner string
 	ttl   time.Duration
-	count int // holds by this process: the articles' ThreadLocal counter
+	mu    sync.Mutex // two requests of one process may call at once: mu keeps count whole
+	count int        // holds by this process: the articles' ThreadLocal counter
 }
 
 // New returns a Locker with a fresh random owner token: 16 random bytes, unique to the process,
@@ -39,6 +41,8 @@ func New(p steps.Proc) steps.Locker {
 // it sets key to the owner token with its expiry in one command (SET key token NX PX ttl). It
 // never waits: false means another process holds it.
 func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.count > 0 {
 		l.count++
 		return true, nil
@@ -55,6 +59,8 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 // forgets its holds, if the key no longer holds the token; an error reading the key forgets them
 // too, since the lock can no longer be trusted.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.count == 0 {
 		return steps.ErrNotOwner
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/steps"
@@ -23,7 +24,8 @@ type Locker struct {
 	rdb   *redis.Client
 	owner string
 	ttl   time.Duration
-	count int // holds by this process: the articles' ThreadLocal counter
+	mu    sync.Mutex // two requests of one process may call at once: mu keeps count whole
+	count int        // holds by this process: the articles' ThreadLocal counter
 	spawn func(func(ctx context.Context))
 	stop  chan struct{} // closed to stop the watchdog
 	done  chan struct{} // closed when the watchdog has stopped
@@ -45,6 +47,8 @@ func New(p steps.Proc) steps.Locker {
 // every waiting process sends commands as fast as its network allows, all the time the lock is
 // held.
 func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.count > 0 {
 		l.count++
 		return true, nil
@@ -100,6 +104,8 @@ func (l *Locker) unwatch() {
 // steps.ErrNotOwner, and forgets its holds, if the key no longer holds the token; an error reading
 // the key forgets them too, since the lock can no longer be trusted.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.count == 0 {
 		return steps.ErrNotOwner
 	}

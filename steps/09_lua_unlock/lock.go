@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
+	"sync"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/steps"
@@ -24,7 +25,8 @@ type Locker struct {
 	rdb   *redis.Client
 	owner string
 	ttl   time.Duration
-	count int // holds by this process: the articles' ThreadLocal counter
+	mu    sync.Mutex // two requests of one process may call at once: mu keeps count whole
+	count int        // holds by this process: the articles' ThreadLocal counter
 	spawn func(func(ctx context.Context))
 	stop  chan struct{} // closed to stop the watchdog
 	done  chan struct{} // closed when the watchdog has stopped
@@ -46,6 +48,8 @@ func New(p steps.Proc) steps.Locker {
 // every waiting process sends commands as fast as its network allows, all the time the lock is
 // held.
 func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.count > 0 {
 		l.count++
 		return true, nil
@@ -106,6 +110,8 @@ var unlockScript = redis.NewScript(unlockLua)
 // last one stops the watchdog and runs unlock.lua, which deletes key only if it still holds this
 // Locker's token. It returns steps.ErrNotOwner if the key no longer held the token.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.count == 0 {
 		return steps.ErrNotOwner
 	}

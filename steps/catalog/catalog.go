@@ -31,6 +31,8 @@ var (
 	lost     = steps.LostSales
 	reentry  = steps.ReentryFailed
 	flood    = steps.Flood
+	starved  = steps.Starved
+	idle     = steps.Idle
 )
 
 // Steps lists every step in order.
@@ -47,11 +49,13 @@ var Steps = []*steps.Step{
 		BreakWith: steps.Contention,
 		New:       naive.New, Order: naive.Order, Source: naive.Source,
 		Expect: map[steps.Scenario][]k{
-			steps.Contention: {overlap, oversold},
-			steps.Slow:       {overlap, oversold},
-			steps.Reentrant:  {overlap},
-			steps.Pause:      {overlap, oversold},
-			steps.Failover:   {overlap, oversold},
+			steps.Contention:  {overlap, oversold},
+			steps.Slow:        {overlap, oversold},
+			steps.Reentrant:   {overlap},
+			steps.Pause:       {overlap, oversold},
+			steps.Failover:    {overlap, oversold},
+			steps.Partition:   {overlap, oversold},
+			steps.TwoRequests: {overlap, oversold},
 		},
 	},
 	{
@@ -109,6 +113,7 @@ var Steps = []*steps.Step{
 			steps.Reentrant:  {reentry},
 			steps.Pause:      {overlap, oversold},
 			steps.Failover:   {overlap, oversold},
+			steps.Partition:  {overlap, oversold},
 		},
 	},
 	{
@@ -129,6 +134,7 @@ var Steps = []*steps.Step{
 			steps.Reentrant:  {reentry},
 			steps.Pause:      {overlap, oversold},
 			steps.Failover:   {overlap, oversold},
+			steps.Partition:  {overlap, oversold},
 		},
 	},
 	{
@@ -143,11 +149,13 @@ var Steps = []*steps.Step{
 		BreakWith: steps.Contention,
 		New:       reentrant.New, Order: reentrant.Order, Source: reentrant.Source,
 		Expect: map[steps.Scenario][]k{
-			steps.Contention: {lost},
-			steps.Slow:       {overlap, oversold},
-			steps.UnlockRace: {foreign},
-			steps.Pause:      {overlap, oversold},
-			steps.Failover:   {overlap, oversold},
+			steps.Contention:  {lost},
+			steps.Slow:        {overlap, oversold},
+			steps.UnlockRace:  {foreign},
+			steps.Pause:       {overlap, oversold},
+			steps.Failover:    {overlap, oversold},
+			steps.Partition:   {overlap, oversold},
+			steps.TwoRequests: {overlap, oversold},
 		},
 	},
 	{
@@ -162,11 +170,14 @@ var Steps = []*steps.Step{
 		BreakWith: steps.Slow,
 		New:       spin.New, Order: spin.Order, Source: spin.Source,
 		Expect: map[steps.Scenario][]k{
-			steps.Slow:       {overlap, oversold},
-			steps.UnlockRace: {foreign},
-			steps.Pause:      {overlap, oversold},
-			steps.Failover:   {overlap, oversold},
-			steps.Load:       {flood},
+			steps.Slow:        {overlap, oversold},
+			steps.UnlockRace:  {foreign},
+			steps.Pause:       {overlap, oversold},
+			steps.Failover:    {overlap, oversold},
+			steps.Load:        {flood},
+			steps.Partition:   {overlap, oversold},
+			steps.TwoRequests: {overlap, oversold},
+			steps.Greedy:      {starved},
 		},
 	},
 	{
@@ -181,10 +192,13 @@ var Steps = []*steps.Step{
 		BreakWith: steps.UnlockRace,
 		New:       watchdog.New, Order: watchdog.Order, Source: watchdog.Source,
 		Expect: map[steps.Scenario][]k{
-			steps.UnlockRace: {foreign},
-			steps.Pause:      {overlap, oversold},
-			steps.Failover:   {overlap, oversold},
-			steps.Load:       {flood},
+			steps.UnlockRace:  {foreign},
+			steps.Pause:       {overlap, oversold},
+			steps.Failover:    {overlap, oversold},
+			steps.Load:        {flood},
+			steps.Partition:   {overlap, oversold},
+			steps.TwoRequests: {overlap, oversold},
+			steps.Greedy:      {starved},
 		},
 	},
 	{
@@ -199,9 +213,12 @@ var Steps = []*steps.Step{
 		BreakWith: steps.Failover,
 		New:       luaunlock.New, Order: luaunlock.Order, Source: luaunlock.Source,
 		Expect: map[steps.Scenario][]k{
-			steps.Pause:    {overlap, oversold},
-			steps.Failover: {overlap, oversold},
-			steps.Load:     {flood},
+			steps.Pause:       {overlap, oversold},
+			steps.Failover:    {overlap, oversold},
+			steps.Load:        {flood},
+			steps.Partition:   {overlap, oversold},
+			steps.TwoRequests: {overlap, oversold},
+			steps.Greedy:      {starved},
 		},
 	},
 }
