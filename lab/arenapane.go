@@ -1,0 +1,180 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// arenaPane is the arena on screen: what runs, the shop, the lock, the timeline, the invariants,
+// the lesson after a break, and the log.
+type arenaPane struct {
+	s    *state
+	keys arenaKeys
+	tl   timeline
+	w, h int
+}
+
+func newArenaPane(s *state, g globalKeys) *arenaPane {
+	return &arenaPane{s: s, keys: newArenaKeys(g)}
+}
+
+// SetSize gives the arena w columns and h lines.
+func (p *arenaPane) SetSize(w, h int) { p.w, p.h = w, h }
+
+// Update answers a key with an intent (or nil).
+func (p *arenaPane) Update(k tea.KeyMsg) tea.Msg {
+	km := p.keys
+	switch {
+	case key.Matches(k, km.Code):
+		return openCode{from: scrArena}
+	case key.Matches(k, km.Back):
+		return leaveArena{}
+	case key.Matches(k, km.Reset):
+		return resetArena{}
+	case key.Matches(k, km.Slower), key.Matches(k, km.Faster):
+		return changeSpeed{slower: key.Matches(k, km.Slower)}
+	case key.Matches(k, km.Hold):
+		return holdOrders{}
+	case key.Matches(k, km.More):
+		return addBuyers{1}
+	case key.Matches(k, km.Fewer):
+		return addBuyers{-1}
+	}
+	for f, b := range km.faults {
+		if key.Matches(k, b) {
+			return injectFault{f}
+		}
+	}
+	return nil
+}
+
+func (p *arenaPane) View() string {
+	w, h, s := p.w, p.h, p.s
+	a := s.ar
+	if a == nil {
+		return "\n" + sWarn.Render(s.msg)
+	}
+	top := []string{sDim.Render(ansi.Truncate(s.step().Claim, w, "…"))}
+	top = append(top, ansi.Truncate(sLabel.Render("▶ "+p.mode())+"  "+sWarn.Render(oneLine(s.msg)), w, "…"))
+	top = append(top, a.shopLine(), a.lockLine(w), a.topoLine())
+
+	bottom := a.invariantLines(w)
+	lesson := p.lessonLines(w)
+	foot := p.footer(w)
+
+	rest := h - len(top) - len(bottom) - len(lesson) - len(foot)
+	legend := legendLines(w)
+	need := 2 + len(a.lanes) // ruler, lock lane, buyers
+	legendN := 0
+	if rest-need >= len(legend) {
+		legendN = len(legend)
+	} else if rest-need >= 1 {
+		legendN = 1
+	}
+	lanes := min(len(a.lanes), rest-2-legendN)
+	logN := max(0, min(rest-(2+lanes+legendN)-1, 7, len(a.log))) // the LOG title takes a line
+	p.tl.a = a
+	p.tl.SetSize(w, max(lanes, 0))
+	out := append(top, p.tl.View()...)
+	out = append(out, legend[:legendN]...)
+	out = append(out, bottom...)
+	out = append(out, lesson...)
+	if logN > 0 {
+		out = append(out, sLabel.Render("LOG"))
+		for _, l := range a.log[len(a.log)-logN:] {
+			out = append(out, sDim.Render(ansi.Truncate(l, w, "…")))
+		}
+	}
+	if len(out) > h-len(foot) { // never push the footer off the screen
+		out = out[:max(h-len(foot), 0)]
+	}
+	for len(out) < h-len(foot) {
+		out = append(out, "")
+	}
+	out = append(out, foot...)
+	return strings.Join(out, "\n")
+}
+
+// mode says what runs in the arena.
+func (p *arenaPane) mode() string {
+	a, s := p.s.ar, p.s
+	switch {
+	case a.scenario != "" && a.done:
+		return fmt.Sprintf("scenario %s, finished", a.scenario)
+	case a.scenario != "":
+		return fmt.Sprintf("scenario %s: %s", a.scenario, steps.Describe[a.scenario])
+	case s.paused:
+		return "live buyers, new orders PAUSED (space resumes)"
+	case a.shelf <= 0:
+		return "live buyers, SOLD OUT (r restocks)"
+	}
+	return "live buyers"
+}
+
+// lessonLines are what a finished scenario teaches, and where to go next.
+func (p *arenaPane) lessonLines(w int) []string {
+	s := p.s
+	a := s.ar
+	if a == nil || !a.done {
+		return nil
+	}
+	st := s.step()
+	if a.err != nil {
+		l := wrap(sBad.Render("the scenario could not run: ")+oneLine(a.err.Error()), w)
+		return l[:min(len(l), 3)]
+	}
+	if !s.broke {
+		return wrap(sGood.Render(fmt.Sprintf("Step %d held under %s. ", st.Number, a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
+	}
+	out := wrap(sBad.Render(fmt.Sprintf("✗ Step %d broke. ", st.Number))+sLesson.Render(st.Lesson), w)
+	if s.cur+1 < len(s.steps) {
+		nx := s.steps[s.cur+1]
+		out = append(out, sWarn.Render(ansi.Truncate(fmt.Sprintf("press → for step %d (%s): its code pane shows the fix as a diff", nx.Number, nx.Title), w, "…")))
+	} else {
+		out = append(out, sWarn.Render(ansi.Truncate("That was the last step: no lock on one Redis survives this (docs/curriculum.md, module 6).", w, "…")))
+	}
+	return out
+}
+
+// footer is the keys that matter in the arena now.
+func (p *arenaPane) footer(w int) []string {
+	k, s := p.keys, p.s
+	if s.ar != nil && s.ar.scenario != "" {
+		if s.ar.done && s.broke && s.cur+1 < len(s.steps) {
+			fix := key.NewBinding(key.WithKeys("right"), key.WithHelp("→", fmt.Sprintf("step %d: the fix", s.steps[s.cur+1].Number)))
+			return strings.Split(footer(w, []key.Binding{fix, k.g.Break, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit}), "\n")
+		}
+		return strings.Split(footer(w, []key.Binding{k.Reset, k.g.Break, k.g.Steps, k.Code, k.Back, k.g.Help, k.g.Quit}), "\n")
+	}
+	return strings.Split(footer(w, k.faultRow(), k.ShortHelp()), "\n")
+}
+
+var legendItems = [][]string{
+	{"█ inside", "▓ OVERLAP", "═ holds", "· refused/waiting", "~ spinning", "‖ frozen", "× crashed", "─ lock free"},
+	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "F/? failover/lost"},
+}
+
+// legendLines packs the timeline's legend into lines of w columns: the lanes' glyphs first, then
+// the marks, in one flow.
+func legendLines(w int) []string {
+	var out []string
+	cur := ""
+	for _, items := range legendItems {
+		for _, it := range items {
+			if cur != "" && ansi.StringWidth(cur)+2+ansi.StringWidth(it) > w {
+				out = append(out, sDim.Render(cur))
+				cur = ""
+			}
+			if cur != "" {
+				cur += "  "
+			}
+			cur += it
+		}
+	}
+	return append(out, sDim.Render(cur))
+}

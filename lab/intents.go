@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+)
+
+// Intents are what a pane asks the model to do. A pane never starts or stops a session itself:
+// the session is the model's.
+type (
+	goStep      struct{ i int }         // move to step index i
+	openArena   struct{ clearMsg bool } // show the arena, starting live buyers if none run
+	openCode    struct{ from screen }   // show the code pane; esc goes back to from
+	showPicker  struct{}                // show the picker; a session on screen goes on
+	leaveArena  struct{}                // back to the picker: the session stops
+	closeHelp   struct{}                // leave the help screen
+	resetArena  struct{}                // a fresh Redis and live buyers
+	changeSpeed struct{ slower bool }   // one speed level slower or faster
+	holdOrders  struct{}                // pause or resume new orders
+	addBuyers   struct{ n int }         // n more (or, negative, fewer) live buyers
+	injectFault struct{ f sim.Fault }   // hit the current holder with f
+)
+
+// intent carries out in (nil does nothing; any other message is not an intent and is ignored).
+func (m *model) intent(in tea.Msg) tea.Cmd {
+	switch in := in.(type) {
+	case goStep:
+		return m.setStep(in.i)
+	case openArena:
+		if in.clearMsg {
+			m.msg = ""
+		}
+		return m.openArena()
+	case openCode:
+		m.scr = scrCode
+		m.code.from = in.from
+	case showPicker:
+		m.scr = scrPicker
+	case leaveArena:
+		m.scr = scrPicker
+		m.stopSession()
+		m.ar = nil
+	case closeHelp:
+		m.help = false
+	case resetArena:
+		m.msg = "reset: a fresh Redis, the shelf restocked"
+		return m.startLive()
+	case changeSpeed:
+		return m.setSpeed(nextSpeed(m.slow, in.slower), in.slower)
+	case holdOrders, addBuyers, injectFault:
+		return m.liveIntent(in)
+	}
+	return nil
+}
+
+// liveIntent carries out an intent that needs live buyers.
+func (m *model) liveIntent(in tea.Msg) tea.Cmd {
+	if m.sess == nil || m.sess.live == nil {
+		m.msg = "no live buyers now: press r to start them (b replays the scenario)"
+		return nil
+	}
+	live, gen := m.sess.live, m.gen
+	switch in := in.(type) {
+	case holdOrders:
+		m.paused = !m.paused
+		live.SetPaused(m.paused)
+		if m.paused {
+			m.msg = "new orders paused (orders under way go on); space resumes"
+		} else {
+			m.msg = "orders resumed"
+		}
+	case addBuyers:
+		n := m.buyers + in.n
+		if n < 1 || n > maxBuyers {
+			m.msg = fmt.Sprintf("buyers: 1…%d", maxBuyers)
+			return nil
+		}
+		m.buyers = n
+		live.SetBuyers(n)
+		m.msg = fmt.Sprintf("%d buyers", n)
+	case injectFault:
+		f := in.f
+		m.msg = fmt.Sprintf("%s → …", f)
+		return func() tea.Msg {
+			who, err := live.Inject(f)
+			return injectMsg{gen: gen, f: f, who: who, err: err}
+		}
+	}
+	return nil
+}
+
+// setStep moves to step i; the arena restarts with live buyers if it is on screen.
+func (m *model) setStep(i int) tea.Cmd {
+	if i < 0 || i >= len(m.steps) {
+		return nil
+	}
+	broke := m.broke && i == m.cur+1
+	if i != m.cur {
+		m.stopSession()
+		m.ar = nil
+		m.broke = false
+		m.msg = ""
+	}
+	m.cur = i
+	if broke {
+		// After a break, the next step is the fix: show what it changes.
+		m.scr, m.code.from = scrCode, scrArena
+		m.code.diff = true
+		m.msg = fmt.Sprintf("step %d is the fix: its diff from step %d", m.step().Number, m.step().Number-1)
+		return nil
+	}
+	if m.scr == scrArena && m.sess == nil && m.ar == nil {
+		return m.startLive()
+	}
+	return nil
+}
+
+// openArena shows the arena, starting live buyers if nothing runs yet.
+func (m *model) openArena() tea.Cmd {
+	m.scr = scrArena
+	if m.ar == nil {
+		return m.startLive()
+	}
+	return nil
+}

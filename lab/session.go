@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// session is one arena the lab is watching: live buyers, or a canned scenario.
+type session struct {
+	gen    int
+	env    redisenv.Env
+	live   *sim.Live
+	feed   *feed
+	cancel context.CancelFunc // a canned run
+	ran    chan struct{}      // closed when the canned run returned
+	start  time.Time
+}
+
+// stop ends everything the session started; it may block (orders finishing), so the model runs
+// it in the background.
+func (s *session) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.ran
+	}
+	if s.live != nil {
+		s.live.Stop()
+	}
+	s.env.Close()
+	s.feed.close()
+}
+
+// now is the session's clock, as its events' At count it.
+func (s *session) now() time.Duration {
+	if s.live != nil {
+		return s.live.Arena().Since()
+	}
+	return time.Since(s.start)
+}
+
+// msgs the program receives besides keys and feeds.
+type (
+	tickMsg struct {
+		gen  int
+		held bool
+		val  string
+		ttl  time.Duration
+		at   time.Duration // when the read started, in session time
+	}
+	injectMsg struct {
+		gen int
+		f   sim.Fault
+		who int
+		err error
+	}
+)
+
+// tick reads the lock from Redis every so often (its TTL is Redis's to tell) and moves the
+// timeline's clock.
+func (m *model) tick() tea.Cmd {
+	s := m.sess
+	if s == nil {
+		return nil
+	}
+	key := s.env.Prefix() + sim.LockName
+	adm := s.env.Admin()
+	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		t := tickMsg{gen: s.gen, at: s.now()}
+		v, err := adm.Get(ctx, key).Result()
+		if err == nil {
+			t.held, t.val = true, v
+			t.ttl, _ = adm.PTTL(ctx, key).Result()
+		}
+		return t
+	})
+}
+
+// stopSession hands the current session to the background to stop.
+func (m *model) stopSession() {
+	s := m.sess
+	m.sess = nil
+	m.gen++
+	m.paused = false
+	if s == nil {
+		return
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		s.stop()
+	}()
+}
+
+// shutdown stops the session and waits for everything the lab started to end.
+func (m *model) shutdown() {
+	m.stopSession()
+	m.bg.Wait()
+}
+
+func (m *model) timing() sim.Timing { return sim.DefaultTiming().Scaled(m.slow) }
+
+// prepareArena sets up the screen's arena for scenario ("" for live buyers) and opens a fresh
+// backend and event feed for it. It returns a nil Env when there is nothing to run: offline, or
+// Redis could not start (m.msg then says why).
+func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (redisenv.Env, *feed) {
+	m.ar = newArena(scenario, t, stock, sim.LockName, true)
+	m.ar.noLock = m.step().Number == 1
+	if m.opt.offline {
+		return nil, nil
+	}
+	env, err := redisenv.Open(m.opt.backend)
+	if err != nil {
+		m.msg = "cannot start Redis: " + err.Error()
+		return nil, nil
+	}
+	m.ar.lockKey, m.ar.canFail = env.Prefix()+sim.LockName, env.CanFailover()
+	return env, newFeed(m.gen)
+}
+
+// startLive stops any session and starts live buyers on a fresh backend for the current step.
+func (m *model) startLive() tea.Cmd {
+	m.stopSession()
+	m.broke = false
+	t := m.timing()
+	env, f := m.prepareArena("", t, m.opt.stock)
+	if env == nil {
+		return nil
+	}
+	live, err := sim.StartLive(sim.Config{Step: m.step(), Env: env, Timing: t, Stock: m.opt.stock, OnEvent: f.push}, m.buyers)
+	if err != nil {
+		env.Close()
+		m.msg = "cannot start the arena: " + err.Error()
+		return nil
+	}
+	m.sess = &session{gen: m.gen, env: env, live: live, feed: f, start: time.Now()}
+	return tea.Batch(f.next(), m.tick())
+}
+
+// startBreak stops any session and plays the step's breaking scenario on a fresh backend.
+func (m *model) startBreak() tea.Cmd {
+	st := m.step()
+	if st.BreakWith == "" {
+		m.msg = "no canned scenario breaks this step on one Redis"
+		return nil
+	}
+	m.stopSession()
+	m.broke = false
+	t := m.timing()
+	m.msg = fmt.Sprintf("breaking step %d with %q: %s", st.Number, st.BreakWith, steps.Describe[st.BreakWith])
+	env, f := m.prepareArena(st.BreakWith, t, -1)
+	if env == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{gen: m.gen, env: env, feed: f, cancel: cancel, ran: make(chan struct{}), start: time.Now()}
+	m.sess = s
+	go func() {
+		defer close(s.ran)
+		var rep *sim.Report
+		var err error
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("the scenario panicked: %v\n%s", r, debug.Stack())
+			}
+			f.finish(rep, err)
+		}()
+		rep, err = sim.Run(ctx, sim.Config{Step: st, Env: env, Timing: t, OnEvent: f.push}, st.BreakWith)
+	}()
+	return tea.Batch(f.next(), m.tick())
+}
+
+// feedIn folds a batch of the session's events into the picture and reads the feed again.
+func (m *model) feedIn(msg feedMsg) tea.Cmd {
+	if msg.gen != m.gen || m.ar == nil {
+		return nil
+	}
+	was := m.ar.failedOver
+	for _, e := range msg.evs {
+		m.ar.apply(e)
+	}
+	if !was && m.ar.failedOver && m.ar.scenario == "" {
+		m.msg = "failed over: the primary died before the lock write reached the replica, which is primary now"
+	}
+	m.ar.drops += msg.drops
+	if msg.done {
+		if m.sess != nil && m.sess.cancel != nil {
+			m.finishBreak(msg.rep, msg.err)
+		}
+		return nil
+	}
+	return m.sess.feed.next()
+}
+
+// tickIn takes a reading of the lock and moves the picture's clock.
+func (m *model) tickIn(msg tickMsg) tea.Cmd {
+	if msg.gen != m.gen || m.sess == nil || m.ar == nil {
+		return nil
+	}
+	m.ar.lockHeld, m.ar.lockVal, m.ar.lockTTL, m.ar.lockReadAt = msg.held, msg.val, msg.ttl, msg.at
+	if !m.ar.done {
+		m.ar.advance(m.sess.now())
+		m.ar.checkStuck()
+	}
+	return m.tick()
+}
+
+func (m *model) finishBreak(rep *sim.Report, err error) {
+	m.ar.finish(rep, err)
+	st := m.step()
+	switch {
+	case err != nil:
+		m.msg = "the scenario failed: " + err.Error()
+	case len(rep.Violations) > 0:
+		m.broke = true
+		m.msg = fmt.Sprintf("step %d broke under %s", st.Number, st.BreakWith)
+	default:
+		m.msg = fmt.Sprintf("step %d held under %s this time", st.Number, st.BreakWith)
+	}
+}
+
+// injected shows what a fault key did.
+func (m *model) injected(msg injectMsg) {
+	if msg.gen != m.gen {
+		return
+	}
+	m.msg = injectAnswer(msg)
+	if msg.f == sim.FaultFailover && msg.err == nil && m.ar != nil {
+		m.ar.armed = true
+	}
+}
+
+func injectAnswer(msg injectMsg) string {
+	switch {
+	case errors.Is(msg.err, sim.ErrNoHolder):
+		return fmt.Sprintf("%s: nobody holds the lock right now, so nothing was hit — try again when a bar is drawn", msg.f)
+	case msg.err != nil:
+		return fmt.Sprintf("%s: %v", msg.f, msg.err)
+	case msg.f == sim.FaultFailover:
+		return "failover armed: the next lock write will not reach the replica, then the primary dies"
+	}
+	what := map[sim.Fault]string{
+		sim.FaultCrash:      "crashed: its process died, its deferred code will never run",
+		sim.FaultError:      "its work will return an error",
+		sim.FaultSlow:       "its work now takes 3 × TTL",
+		sim.FaultPause:      "frozen (stop-the-world) for 3 × TTL",
+		sim.FaultUnlockRace: "will freeze just before the command that deletes its lock",
+		sim.FaultReentrant:  "its work calls a helper that takes the same lock again",
+	}[msg.f]
+	return fmt.Sprintf("%s → buyer %d: %s", msg.f, msg.who, what)
+}
