@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -116,7 +117,7 @@ func (p *arenaPane) mode() string {
 	return "live buyers"
 }
 
-// lessonLines are what a finished scenario teaches, and where to go next.
+// lessonLines are what a finished scenario teaches, and where to go next (see handoff).
 func (p *arenaPane) lessonLines(w int) []string {
 	s := p.s
 	a := s.ar
@@ -128,30 +129,38 @@ func (p *arenaPane) lessonLines(w int) []string {
 		l := wrap(sBad.Render("the scenario could not run: ")+oneLine(a.err.Error()), w)
 		return l[:min(len(l), 3)]
 	}
-	if !s.broke {
-		return wrap(sGood.Render(fmt.Sprintf("Step %d held under %s. ", st.Number, a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
+	h := s.handoff
+	if h == nil || h.from != s.cur {
+		return wrap(sGood.Render(fmt.Sprintf("%s held under %s. ", upper(stepName(st)), a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
 	}
 	out := wrap(sBad.Render(fmt.Sprintf("✗ Step %d broke. ", st.Number))+sLesson.Render(st.Lesson), w)
-	if s.cur+1 < len(s.steps) {
-		nx := s.steps[s.cur+1]
-		out = append(out, sWarn.Render(ansi.Truncate(fmt.Sprintf("press → for step %d (%s): its code pane shows the fix as a diff", nx.Number, nx.Title), w, "…")))
-	} else {
-		out = append(out, sWarn.Render(ansi.Truncate("That was the last step: no lock on one Redis survives this (docs/curriculum.md, module 6).", w, "…")))
-	}
-	return out
+	return append(out, wrap(sWarn.Render(h.sentence(s.steps)), w)...)
 }
 
 // footer is the keys that matter in the arena now.
 func (p *arenaPane) footer(w int) []string {
 	k, s := p.keys, p.s
-	if s.ar != nil && s.ar.scenario != "" {
-		if s.ar.done && s.broke && s.cur+1 < len(s.steps) {
-			fix := key.NewBinding(key.WithKeys("right"), key.WithHelp("→", fmt.Sprintf("step %d: the fix", s.steps[s.cur+1].Number)))
-			return strings.Split(footer(w, []key.Binding{fix, k.g.Break, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit}), "\n")
-		}
-		return strings.Split(footer(w, []key.Binding{k.Reset, k.g.Break, k.g.Steps, k.Code, k.Back, k.g.Help, k.g.Quit}), "\n")
+	if s.ar == nil || s.ar.scenario == "" {
+		return strings.Split(footer(w, k.faultRow(), k.ShortHelp()), "\n")
 	}
-	return strings.Split(footer(w, k.faultRow(), k.ShortHelp()), "\n")
+	var keys []key.Binding
+	if h := s.handoff; s.ar.done && h != nil && h.from == s.cur {
+		if h.next >= 0 {
+			desc := stepName(s.steps[h.next])
+			if h.next == h.fix {
+				desc += ": the fix"
+			}
+			keys = append(keys, key.NewBinding(key.WithKeys("right"), key.WithHelp("→", desc)))
+		}
+		if h.fix >= 0 && h.fix != h.next {
+			n := strconv.Itoa(s.steps[h.fix].Number)
+			keys = append(keys, key.NewBinding(key.WithKeys(n), key.WithHelp(n, stepName(s.steps[h.fix])+": the fix")))
+		}
+		keys = append(keys, k.g.Break, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit)
+	} else {
+		keys = []key.Binding{k.Reset, k.g.Break, k.g.Steps, k.Code, k.Back, k.g.Help, k.g.Quit}
+	}
+	return strings.Split(footer(w, keys), "\n")
 }
 
 var legendItems = [][]string{

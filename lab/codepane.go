@@ -67,7 +67,8 @@ func (p *codePane) View() string {
 	f := footer(w, p.keys.ShortHelp())
 	b := []string{""}
 	if p.s.msg != "" {
-		b = append(b, sWarn.Render(ansi.Truncate(oneLine(p.s.msg), w, "…")))
+		l := wrap(sWarn.Render(oneLine(p.s.msg)), w)
+		b = append(b, l[:min(len(l), 3)]...)
 	}
 	p.vp.Width, p.vp.Height = w, max(h-len(b)-strings.Count(f, "\n")-1, 1)
 	pct := fmt.Sprintf(" · %.0f%%", p.vp.ScrollPercent()*100)
@@ -80,8 +81,9 @@ func (p *codePane) View() string {
 func (p *codePane) summary() string {
 	s := p.s
 	st := s.step()
-	if s.cur == 0 || !p.diff {
-		return fmt.Sprintf("source of step %d (%s)%s", st.Number, strings.Join(fileNames(st.Source), ", "), map[bool]string{true: " · d: diff from the step before", false: ""}[s.cur > 0])
+	base := baseOf(s.steps, s.cur)
+	if base < 0 || !p.diff {
+		return fmt.Sprintf("source of %s (%s)%s", stepName(st), strings.Join(fileNames(st.Source), ", "), map[bool]string{true: " · d: diff from the step it grew from", false: ""}[base >= 0])
 	}
 	add, del := 0, 0
 	for _, f := range p.files() {
@@ -94,14 +96,14 @@ func (p *codePane) summary() string {
 			}
 		}
 	}
-	return fmt.Sprintf("diff from step %d: +%d −%d lines · d: source only", st.Number-1, add, del)
+	return fmt.Sprintf("diff from %s: +%d −%d lines · d: source only", stepName(s.steps[base]), add, del)
 }
 
-// files is the current step's files, each as a diff from the step before (or all kept).
+// files is the current step's files, each as a diff from the step it grew from (or all kept).
 func (p *codePane) files() []codeFile {
 	s := p.s
-	if s.cur > 0 && p.diff {
-		return stepFiles(s.steps[s.cur-1].Source, s.step().Source)
+	if b := baseOf(s.steps, s.cur); b >= 0 && p.diff {
+		return stepFiles(s.steps[b].Source, s.step().Source)
 	}
 	return stepFiles(nil, s.step().Source)
 }

@@ -145,7 +145,7 @@ func TestBreakStep04(t *testing.T) {
 		t.Fatalf("no report with violations: %+v", rep)
 	}
 	wants := []string{"✗ overlap", fmt.Sprintf("OVERSOLD %d", rep.Oversold), "first violation: " + rep.Headline()[:40],
-		"A TTL is a guess", "press → for step 5", "▓"}
+		"A TTL is a guess", "the fix is step 8", "▓"}
 	for _, k := range steps.Judges[steps.Slow] {
 		mark := "✓ "
 		if slices.Contains(rep.Violations, k) {

@@ -9,12 +9,13 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // header is the top line of every screen: where the learner is.
 func (m *model) header(w int) string {
 	st := m.step()
-	left := sTitle.Render("lockstep") + " " + sStep.Render(fmt.Sprintf(" Step %d/%d ", st.Number, len(m.steps))) + " "
+	left := sTitle.Render("lockstep") + " " + sStep.Render(" "+m.stepLabel(st)+" ") + " "
 	// The title is what matters: shorten the status before the title.
 	var status string
 	var room int
@@ -30,6 +31,14 @@ func (m *model) header(w int) string {
 	}
 	title := ansi.Truncate(st.Title, room, "…")
 	return left + sBold.Render(title) + strings.Repeat(" ", room-ansi.StringWidth(title)+2) + sDim.Render(status)
+}
+
+// stepLabel is "Step 4/9", or a side road's slug.
+func (m *model) stepLabel(st *steps.Step) string {
+	if !numbered(st) {
+		return "side road: " + st.Slug
+	}
+	return fmt.Sprintf("Step %d/%d", st.Number, lastNumber(m.steps))
 }
 
 // status says the backend, the pace and the buyers; short 1 and 2 say it in fewer columns.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"strconv"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/lockstep-lab/lockstep/internal/sim"
@@ -39,7 +41,7 @@ func (m *model) intent(in tea.Msg) tea.Cmd {
 	case showPicker:
 		m.scr = scrPicker
 	case leaveArena:
-		m.scr = scrPicker
+		m.scr, m.msg, m.handoff = scrPicker, "", nil
 		m.stopSession()
 		m.ar = nil
 	case closeHelp:
@@ -91,24 +93,21 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 	return nil
 }
 
-// setStep moves to step i; the arena restarts with live buyers if it is on screen.
+// setStep moves to step i; the arena restarts with live buyers if it is on screen. After a break,
+// the next step and the fix open in the code pane, headed by what they clear.
 func (m *model) setStep(i int) tea.Cmd {
 	if i < 0 || i >= len(m.steps) {
 		return nil
 	}
-	broke := m.broke && i == m.cur+1
 	if i != m.cur {
 		m.stopSession()
 		m.ar = nil
-		m.broke = false
 		m.msg = ""
 	}
 	m.cur = i
-	if broke {
-		// After a break, the next step is the fix: show what it changes.
-		m.scr, m.code.from = scrCode, scrArena
-		m.code.diff = true
-		m.msg = fmt.Sprintf("step %d is the fix: its diff from step %d", m.step().Number, m.step().Number-1)
+	if h := m.handoff; h != nil && m.scr != scrPicker && i != h.from && (i == h.next || i == h.fix) {
+		m.scr, m.code.from, m.code.diff = scrCode, scrArena, true
+		m.msg = h.codeNote(m.steps, i)
 		return nil
 	}
 	if m.scr == scrArena && m.sess == nil && m.ar == nil {
@@ -124,4 +123,45 @@ func (m *model) openArena() tea.Cmd {
 		return m.startLive()
 	}
 	return nil
+}
+
+// typeWait is how long a step number that could go on (1, with steps 10–17) waits for its next
+// digit before it is taken as it is.
+const typeWait = 1200 * time.Millisecond
+
+// typedMsg ends the wait for the digit typed as number seq.
+type typedMsg struct{ seq int }
+
+// digit takes one digit of a step number. A number that no longer step number starts with is
+// taken at once; one that could go on waits for the next digit, enter, or typeWait.
+func (m *model) digit(r rune) tea.Cmd {
+	m.typed += string(r)
+	if !extends(m.steps, m.typed) {
+		return m.goTyped()
+	}
+	m.typing++
+	seq := m.typing
+	m.msg = fmt.Sprintf("step %s… — type the next digit, or enter for step %s", m.typed, m.typed)
+	if byNumber(m.steps, atoi(m.typed)) < 0 {
+		m.msg = fmt.Sprintf("step %s… — type the next digit", m.typed)
+	}
+	return tea.Tick(typeWait, func(time.Time) tea.Msg { return typedMsg{seq} })
+}
+
+// goTyped goes to the step whose number was typed.
+func (m *model) goTyped() tea.Cmd {
+	n := atoi(m.typed)
+	m.typed, m.msg = "", ""
+	i := byNumber(m.steps, n)
+	if i < 0 {
+		m.msg = fmt.Sprintf("there is no step %d: the steps are 1–%d", n, lastNumber(m.steps))
+		return nil
+	}
+	return m.setStep(i)
+}
+
+// atoi is the number typed digits make (they are digits, so there is no error to see).
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // Each pane has its own key map; the footer shows the keys that matter on the current screen and
@@ -18,11 +21,15 @@ type globalKeys struct {
 	Steps                               key.Binding // the footer's shorthand for Prev and Next
 }
 
-func newGlobalKeys() globalKeys {
+func newGlobalKeys(all []*steps.Step) globalKeys {
+	jump := bind([]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, fmt.Sprintf("1-%d", lastNumber(all)), "go to step")
+	if lastNumber(all) > 9 {
+		jump.SetHelp(fmt.Sprintf("1-%d", lastNumber(all)), "go to step: type its number")
+	}
 	return globalKeys{
 		Prev:  bind([]string{"left", "h"}, "←", "previous step"),
 		Next:  bind([]string{"right", "l"}, "→", "next step"),
-		Jump:  bind([]string{"1", "2", "3", "4", "5", "6", "7", "8", "9"}, "1-9", "go to step"),
+		Jump:  jump,
 		Break: bind([]string{"b"}, "b", "break it"),
 		Help:  bind([]string{"?"}, "?", "help"),
 		Quit:  bind([]string{"q", "ctrl+c"}, "q", "quit"),
@@ -32,17 +39,21 @@ func newGlobalKeys() globalKeys {
 
 // pickerKeys move through the list and open a step.
 type pickerKeys struct {
-	g              globalKeys
-	Up, Down, Open key.Binding
-	Code           key.Binding
+	g                          globalKeys
+	Up, Down, PageUp, PageDown key.Binding
+	First, Last, Open, Code    key.Binding
 }
 
 func newPickerKeys(g globalKeys) pickerKeys {
 	return pickerKeys{g: g,
-		Up:   bind([]string{"up"}, "↑", "previous step"),
-		Down: bind([]string{"down"}, "↓", "next step"),
-		Open: bind([]string{"enter", " "}, "enter", "open the arena"),
-		Code: bind([]string{"tab", "c"}, "tab/c", "code"),
+		Up:       bind([]string{"up", "k"}, "↑", "previous step"),
+		Down:     bind([]string{"down", "j"}, "↓", "next step"),
+		PageUp:   bind([]string{"pgup"}, "pgup", "a page of steps up"),
+		PageDown: bind([]string{"pgdown"}, "pgdn", "a page of steps down"),
+		First:    bind([]string{"home"}, "home", "the first step"),
+		Last:     bind([]string{"end"}, "end", "the last step"),
+		Open:     bind([]string{"enter", " "}, "enter", "open the arena"),
+		Code:     bind([]string{"tab", "c"}, "tab/c", "code"),
 	}
 }
 

@@ -114,7 +114,7 @@ func (m *model) timing() sim.Timing { return sim.DefaultTiming().Scaled(m.slow) 
 // Redis could not start (m.msg then says why).
 func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (redisenv.Env, *feed) {
 	m.ar = newArena(scenario, t, stock, sim.LockName, true)
-	m.ar.noLock = m.step().Number == 1
+	m.ar.noLock = takesNoLock(m.step())
 	if m.opt.offline {
 		return nil, nil
 	}
@@ -130,7 +130,7 @@ func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (
 // startLive stops any session and starts live buyers on a fresh backend for the current step.
 func (m *model) startLive() tea.Cmd {
 	m.stopSession()
-	m.broke = false
+	m.handoff = nil
 	t := m.timing()
 	env, f := m.prepareArena("", t, m.opt.stock)
 	if env == nil {
@@ -154,7 +154,7 @@ func (m *model) startBreak() tea.Cmd {
 		return nil
 	}
 	m.stopSession()
-	m.broke = false
+	m.handoff = nil
 	t := m.timing()
 	m.msg = fmt.Sprintf("breaking step %d with %q: %s", st.Number, st.BreakWith, steps.Describe[st.BreakWith])
 	env, f := m.prepareArena(st.BreakWith, t, -1)
@@ -214,6 +214,7 @@ func (m *model) tickIn(msg tickMsg) tea.Cmd {
 	return m.tick()
 }
 
+// finishBreak takes a canned run's report, and after a break works out the hand-off.
 func (m *model) finishBreak(rep *sim.Report, err error) {
 	m.ar.finish(rep, err)
 	st := m.step()
@@ -221,10 +222,10 @@ func (m *model) finishBreak(rep *sim.Report, err error) {
 	case err != nil:
 		m.msg = "the scenario failed: " + err.Error()
 	case len(rep.Violations) > 0:
-		m.broke = true
-		m.msg = fmt.Sprintf("step %d broke under %s", st.Number, st.BreakWith)
+		m.handoff = newHandoff(m.steps, m.cur, st.BreakWith, rep.Violations)
+		m.msg = fmt.Sprintf("%s broke under %s", stepName(st), st.BreakWith)
 	default:
-		m.msg = fmt.Sprintf("step %d held under %s this time", st.Number, st.BreakWith)
+		m.msg = fmt.Sprintf("%s held under %s this time", stepName(st), st.BreakWith)
 	}
 }
 

@@ -113,7 +113,7 @@ func TestTmux(t *testing.T) {
 	l.send("b")
 	s := l.waitFor(30*time.Second, "Step 4 broke")
 	for _, want := range []string{"▓", "✗ overlap", "✗ OVERSOLD 1", "✗ foreign-release", "first violation: buyer 1 and buyer 2 were both inside",
-		"A TTL is a guess", "press → for step 5"} {
+		"A TTL is a guess", "the fix is step 8"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("after b the pane lacks %q:\n%s", want, s)
 		}

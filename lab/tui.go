@@ -18,7 +18,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -34,7 +33,8 @@ type tuiOptions struct {
 	slow    float64 // slow-down factor of sim.DefaultTiming
 	buyers  int
 	stock   int
-	offline bool // tests: never open a backend
+	offline bool          // tests: never open a backend
+	steps   []*steps.Step // tests: another catalog (nil: catalog.Steps)
 }
 
 const maxBuyers = 50
@@ -77,6 +77,7 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
+// screen is which pane is on screen (help is shown over any of them).
 type screen int
 
 const (
@@ -87,16 +88,23 @@ const (
 
 // state is what the panes read. Only the model writes it.
 type state struct {
-	steps  []*steps.Step
-	cur    int    // index into steps
-	msg    string // the answer to the last key
-	ar     *arena // the picture of the session on screen; nil when none
-	broke  bool   // the last canned run broke the step: → leads to the fix's diff
-	paused bool   // the live buyers' new orders are held
+	steps []*steps.Step
+	cur   int    // index into steps
+	msg   string // the answer to the last key
+	ar    *arena // the picture of the session on screen; nil when none
+	// handoff, after a canned run broke a step, is where the lab sends the learner; it lasts
+	// until the next session starts or the learner leaves the arena.
+	handoff *handoff
+	paused  bool   // the live buyers' new orders are held
+	typed   string // a step number being typed (see digit)
 }
 
+// step is the step the learner is on.
 func (s *state) step() *steps.Step { return s.steps[s.cur] }
 
+// model is the lab: it owns the session and the panes, and routes every message. Hazard: it is
+// used from Bubble Tea's goroutine only; anything a Cmd does in the background comes back as a
+// message.
 type model struct {
 	*state
 	opt    tuiOptions
@@ -109,6 +117,7 @@ type model struct {
 	sess   *session
 	gen    int
 	bg     *sync.WaitGroup // sessions stopping in the background
+	typing int             // the number of the latest digit typed, so a stale wait is dropped
 
 	keys   globalKeys
 	picker *picker
@@ -117,6 +126,7 @@ type model struct {
 	helpP  *helpPane
 }
 
+// newModel makes the lab on the picker, at 100×30 until the terminal says its size.
 func newModel(o tuiOptions) *model {
 	if o.slow == 0 {
 		o.slow = 10
@@ -127,8 +137,11 @@ func newModel(o tuiOptions) *model {
 	if o.stock == 0 {
 		o.stock = 100
 	}
-	st := &state{steps: catalog.Steps}
-	g := newGlobalKeys()
+	st := &state{steps: o.steps}
+	if st.steps == nil {
+		st.steps = catalog.Steps
+	}
+	g := newGlobalKeys(st.steps)
 	m := &model{state: st, opt: o, slow: o.slow, buyers: o.buyers, bg: &sync.WaitGroup{}, keys: g,
 		picker: newPicker(st, g), arenaP: newArenaPane(st, g), code: newCodePane(st, g)}
 	m.helpP = newHelpPane(g, everyKey(g, m.picker.keys, m.arenaP.keys, m.code.keys))
@@ -146,8 +159,11 @@ func (m *model) resize(w, h int) {
 	m.helpP.SetSize(w, h-1)
 }
 
+// Init starts nothing: the first session starts when the learner opens the arena.
 func (m *model) Init() tea.Cmd { return nil }
 
+// Update routes one message: sizes to the panes, a session's feed and ticks to its picture,
+// keys to key, and intents to intent.
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -160,12 +176,18 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case injectMsg:
 		m.injected(msg)
 		return m, nil
+	case typedMsg:
+		if msg.seq == m.typing && m.typed != "" {
+			return m, m.goTyped()
+		}
+		return m, nil
 	case tea.KeyMsg:
 		return m, m.key(msg)
 	}
 	return m, m.intent(msg)
 }
 
+// View is the header over the pane on screen, cut to the terminal so it never scrolls.
 func (m *model) View() string {
 	w, h := max(m.width, 20), max(m.height, 8)
 	var body string
@@ -182,16 +204,19 @@ func (m *model) View() string {
 	return fit(m.header(w)+"\n"+body, w, h)
 }
 
-// repeatable are the keys a quick typist (or tmux send-keys) may deliver several of in one message.
-const repeatable = "+=-_[]"
-
 // key routes a key: the keys of every screen first, then the pane on screen. The pane answers
 // with an intent, carried out at once.
 func (m *model) key(k tea.KeyMsg) tea.Cmd {
-	if k.Type == tea.KeyRunes && len(k.Runes) > 1 && !m.help && strings.Trim(string(k.Runes), repeatable) == "" {
-		return m.repeated(k.Runes)
+	if k.Type == tea.KeyRunes && len(k.Runes) > 1 {
+		return m.runes(k.Runes)
 	}
 	g := m.keys
+	if m.typed != "" && !key.Matches(k, g.Jump) {
+		if k.Type == tea.KeyEnter {
+			return m.goTyped()
+		}
+		m.typed, m.msg = "", "" // another key ends the number; it does what it always does
+	}
 	switch {
 	case key.Matches(k, g.Quit):
 		m.stopSession()
@@ -207,7 +232,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, g.Next):
 		return m.setStep(m.cur + 1)
 	case key.Matches(k, g.Jump):
-		return m.setStep(int(k.Runes[0] - '1'))
+		return m.digit(k.Runes[0])
 	case key.Matches(k, g.Break):
 		m.scr = scrArena
 		return m.startBreak()
@@ -221,27 +246,20 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	return m.intent(m.arenaP.Update(k))
 }
 
-// repeated handles several of + - [ ] arriving as one message: each rune counts once, and the
-// arena restarts at most once for a change of speed.
-func (m *model) repeated(runes []rune) tea.Cmd {
-	var speed, other []rune
-	for _, r := range runes {
-		if r == '[' || r == ']' {
-			speed = append(speed, r)
-		} else {
-			other = append(other, r)
-		}
-	}
+// runes handles several keys arriving as one message (a quick typist, a paste, tmux send-keys):
+// each counts once, in order, and the arena restarts at most once for a change of speed.
+func (m *model) runes(rs []rune) tea.Cmd {
 	var cmds []tea.Cmd
-	for _, r := range other {
+	to, slower, speed := m.slow, false, false
+	for _, r := range rs {
+		if (r == '[' || r == ']') && m.scr == scrArena && !m.help && m.typed == "" {
+			to, slower, speed = nextSpeed(to, r == '['), r == '[', true
+			continue
+		}
 		cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}))
 	}
-	if len(speed) > 0 && m.scr == scrArena {
-		to := m.slow
-		for _, r := range speed {
-			to = nextSpeed(to, r == '[')
-		}
-		cmds = append(cmds, m.setSpeed(to, speed[len(speed)-1] == '['))
+	if speed {
+		cmds = append(cmds, m.setSpeed(to, slower))
 	}
 	return tea.Batch(cmds...)
 }

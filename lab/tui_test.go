@@ -30,6 +30,18 @@ func keyMsg(s string) tea.KeyMsg {
 	switch s {
 	case "left":
 		return tea.KeyMsg{Type: tea.KeyLeft}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "home":
+		return tea.KeyMsg{Type: tea.KeyHome}
+	case "end":
+		return tea.KeyMsg{Type: tea.KeyEnd}
+	case "pgup":
+		return tea.KeyMsg{Type: tea.KeyPgUp}
+	case "pgdown":
+		return tea.KeyMsg{Type: tea.KeyPgDown}
 	case "right":
 		return tea.KeyMsg{Type: tea.KeyRight}
 	case "enter":
@@ -142,24 +154,37 @@ func TestKeysSpeed(t *testing.T) {
 	}
 }
 
-// TestKeysAfterBreakLeadToTheFix checks → after a broken step opens the next step's diff.
+// TestKeysAfterBreakLeadToTheFix: after step 4 breaks under slow, the lab says step 5 clears only
+// foreign-release and names step 8 as the fix; → opens step 5's diff saying so, and 8 opens step
+// 8's diff as the fix.
 func TestKeysAfterBreakLeadToTheFix(t *testing.T) {
 	m := newModel(tuiOptions{offline: true})
 	defer m.shutdown()
 	loadRecorded(t, m)
-	if !m.broke || !strings.Contains(m.View(), "press → for step 5") {
-		t.Fatalf("after the break: broke=%v\n%s", m.broke, m.View())
+	v := m.View()
+	if h := m.handoff; h == nil || h.next != 4 || h.fix != 7 {
+		t.Fatalf("after the break: handoff %+v", h)
+	}
+	for _, want := range []string{"Step 5 clears foreign-release, not overlap, oversold;", "the fix is step 8", "press 8", "→ step 5", "8 step 8: the fix"} {
+		if !strings.Contains(strings.Join(strings.Fields(v), " "), want) {
+			t.Errorf("after the break the view lacks %q:\n%s", want, v)
+		}
 	}
 	press(m, "right")
 	if m.cur != 4 || m.scr != scrCode || !m.code.diff {
 		t.Fatalf("→: index %d, screen %d, diff %v", m.cur, m.scr, m.code.diff)
 	}
-	if v := m.View(); !strings.Contains(v, "diff from step 4") || !strings.Contains(v, "+ ") {
-		t.Fatalf("step 5's code pane shows no diff:\n%s", v)
+	if v := m.View(); !strings.Contains(v, "diff from step 4") || !strings.Contains(v, "+ ") ||
+		!strings.Contains(v, "it clears foreign-release under slow, not all of") {
+		t.Fatalf("step 5's code pane:\n%s", v)
 	}
 	press(m, "d")
 	if v := m.View(); m.code.diff || !strings.Contains(v, "source of step 5") || strings.Contains(v, "   1 + ") {
 		t.Fatalf("d did not switch to the source:\n%s", v)
+	}
+	press(m, "d", "8")
+	if v := m.View(); m.cur != 7 || m.scr != scrCode || !strings.Contains(v, "step 8 is the fix for step 4 under slow: its diff from step 7") {
+		t.Fatalf("8 after the break: index %d:\n%s", m.cur, v)
 	}
 }
 
