@@ -33,11 +33,9 @@ type arena struct {
 	now                                        time.Duration
 	last                                       time.Duration // the latest event
 
-	// read from Redis on a tick
-	lockHeld   bool
-	lockVal    string
-	lockTTL    time.Duration
-	lockReadAt time.Duration // session time of the read
+	lk     lockReading // the latest reading of the lock (read tells whether there is one)
+	read   bool
+	roster roster // live buyers: who orders, who was retired
 
 	// a canned run's outcome
 	done bool
@@ -52,7 +50,7 @@ func newArena(sc steps.Scenario, t sim.Timing, stock int, lockKey string, canFai
 	}
 	return &arena{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
 		initial: stock, shelf: stock, lock: newLane(0), inside: map[int]bool{},
-		viol: map[steps.Kind]string{}}
+		viol: map[steps.Kind]string{}, roster: roster{retired: map[int]bool{}}}
 }
 
 func (a *arena) bucket(d time.Duration) int64 { return int64(d / a.res) }
@@ -268,24 +266,6 @@ func (a *arena) see(k steps.Kind, s string) {
 	}
 	a.viol[k] = oneLine(s)
 	a.seen = append(a.seen, k)
-}
-
-// checkStuck judges stuck live: the lock is still in Redis, held by a buyer whose order ended
-// (returned or crashed) more than one TTL ago, while units remain. A canned run's referee judges
-// it at the end instead.
-func (a *arena) checkStuck() {
-	if _, seen := a.viol[steps.Stuck]; seen || a.scenario != "" || a.done || a.owner == 0 || a.ownerDoneAt == 0 || !a.lockHeld || a.shelf <= 0 {
-		return
-	}
-	if a.lockReadAt-a.ownerDoneAt <= a.timing.TTL {
-		return
-	}
-	how, ago := "whose order has ended", "its order ended"
-	if a.buyer(a.owner).crashed {
-		how, ago = "whose process crashed", "its process crashed"
-	}
-	a.see(steps.Stuck, fmt.Sprintf("the lock is still held by buyer %d, %s, while %d units remain: nobody can buy them", a.owner, how, a.shelf))
-	a.logf(a.lockReadAt, "VIOLATION stuck: buyer %d still holds the lock; %s more than a TTL ago", a.owner, ago)
 }
 
 // finish takes a canned run's report: the referee's verdict replaces the live guesses.

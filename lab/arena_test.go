@@ -21,8 +21,8 @@ func TestFeedNeverBlocks(t *testing.T) {
 	f.push(sim.Event{Kind: sim.EvViolation, Viol: steps.Overlap})
 	f.close()
 	msg := f.next()().(feedMsg)
-	if !msg.done || msg.drops != 2*feedLimit || len(msg.evs) != feedLimit+1 || msg.evs[feedLimit].Kind != sim.EvViolation {
-		t.Fatalf("done %v, drops %d, kept %d", msg.done, msg.drops, len(msg.evs))
+	if !msg.done || msg.drops != 2*feedLimit || len(msg.items) != feedLimit+1 || msg.items[feedLimit].ev.Kind != sim.EvViolation {
+		t.Fatalf("done %v, drops %d, kept %d", msg.done, msg.drops, len(msg.items))
 	}
 	f.push(sim.Event{Kind: sim.EvStart}) // after close: dropped, and no reader waits
 }
@@ -203,18 +203,18 @@ func TestStuckLive(t *testing.T) {
 	ttl := a.timing.TTL
 	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 2})
 	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvDone, Buyer: 2, Detail: "boom"})
-	a.lockHeld, a.lockReadAt = true, ttl
+	a.setLock(lockReading{st: sim.LockState{Held: true, Owner: 2, TTL: -1}, at: ttl})
 	a.checkStuck()
 	if _, bad := a.violated(steps.Stuck); bad {
 		t.Fatal("stuck before a TTL passed")
 	}
-	a.lockReadAt = ttl + 3*time.Millisecond
+	a.setLock(lockReading{st: sim.LockState{Held: true, Owner: 2, TTL: -1}, at: ttl + 3*time.Millisecond})
 	a.checkStuck()
 	if v := m.View(); !strings.Contains(v, "✗ stuck") || !strings.Contains(v, "still held by buyer 2, whose order has ended") {
 		t.Fatalf("stuck:\n%s", v)
 	}
 	m = liveArena(t, 0)
-	if v := m.View(); !strings.Contains(v, "LOCK none — step 1 takes no lock") {
+	if v := m.View(); !strings.Contains(v, "LOCK none — this step takes no lock") {
 		t.Fatalf("step 1:\n%s", v)
 	}
 }

@@ -56,7 +56,7 @@ func (m *model) status(short int) string {
 		parts = parts[1:]
 	}
 	if m.ar != nil && m.ar.scenario == "" {
-		parts = append(parts, fmt.Sprintf("%d buyers", m.buyers))
+		parts = append(parts, buyersText(m.buyers))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -57,42 +57,6 @@ func (m *model) intent(in tea.Msg) tea.Cmd {
 	return nil
 }
 
-// liveIntent carries out an intent that needs live buyers.
-func (m *model) liveIntent(in tea.Msg) tea.Cmd {
-	if m.sess == nil || m.sess.live == nil {
-		m.msg = "no live buyers now: press r to start them (b replays the scenario)"
-		return nil
-	}
-	live, gen := m.sess.live, m.gen
-	switch in := in.(type) {
-	case holdOrders:
-		m.paused = !m.paused
-		live.SetPaused(m.paused)
-		if m.paused {
-			m.msg = "new orders paused (orders under way go on); space resumes"
-		} else {
-			m.msg = "orders resumed"
-		}
-	case addBuyers:
-		n := m.buyers + in.n
-		if n < 1 || n > maxBuyers {
-			m.msg = fmt.Sprintf("buyers: 1…%d", maxBuyers)
-			return nil
-		}
-		m.buyers = n
-		live.SetBuyers(n)
-		m.msg = fmt.Sprintf("%d buyers", n)
-	case injectFault:
-		f := in.f
-		m.msg = fmt.Sprintf("%s → …", f)
-		return func() tea.Msg {
-			who, err := live.Inject(f)
-			return injectMsg{gen: gen, f: f, who: who, err: err}
-		}
-	}
-	return nil
-}
-
 // setStep moves to step i; the arena restarts with live buyers if it is on screen. After a break,
 // the next step and the fix open in the code pane, headed by what they clear.
 func (m *model) setStep(i int) tea.Cmd {

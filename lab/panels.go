@@ -33,31 +33,6 @@ func (a *arena) shopLine() string {
 	return s
 }
 
-func (a *arena) lockLine(w int) string {
-	if a.noLock {
-		return sLabel.Render("LOCK") + " none — step 1 takes no lock: every buyer goes straight in"
-	}
-	owner := "free"
-	if a.owner != 0 {
-		owner = fmt.Sprintf("owner buyer %d", a.owner)
-	}
-	val := ""
-	ttl := ""
-	switch {
-	case a.lockHeld && a.lockTTL < 0:
-		val, ttl = fmt.Sprintf(" = %q", ansi.Truncate(a.lockVal, 14, "…")), sWarn.Render("no TTL: held until deleted")
-	case a.lockHeld:
-		val, ttl = fmt.Sprintf(" = %q", ansi.Truncate(a.lockVal, 14, "…")), fmt.Sprintf("TTL %.2fs left", a.lockTTL.Seconds())
-	case a.owner != 0 && !a.done && a.lockReadAt > a.ownedAt+a.timing.TTL*9/10:
-		ttl = sWarn.Render("gone from Redis (expired): buyer " + fmt.Sprint(a.owner) + " does not know yet")
-	}
-	s := fmt.Sprintf("%s %s · %s%s", sLabel.Render("LOCK"), a.lockKey, owner, val)
-	if ttl != "" {
-		s += " · " + ttl
-	}
-	return ansi.Truncate(s, w, "…")
-}
-
 func (a *arena) topoLine() string {
 	switch {
 	case !a.canFail:

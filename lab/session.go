@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -46,43 +45,48 @@ func (s *session) now() time.Duration {
 	return time.Since(s.start)
 }
 
-// msgs the program receives besides keys and feeds.
-type (
-	tickMsg struct {
-		gen  int
-		held bool
-		val  string
-		ttl  time.Duration
-		at   time.Duration // when the read started, in session time
-	}
-	injectMsg struct {
-		gen int
-		f   sim.Fault
-		who int
-		err error
-	}
-)
+// tickMsg moves the picture's clock; the reading it took went into the feed.
+type tickMsg struct{ gen int }
 
-// tick reads the lock from Redis every so often (its TTL is Redis's to tell) and moves the
-// timeline's clock.
+// tick reads the lock every so often (its TTL is Redis's to tell) into the feed, and moves the
+// timeline's clock. A live session's reading is sim's (owner, value and TTL of one moment); a
+// canned run's arena is not the lab's to ask, so its reading is Redis's and the picture's (see
+// lockReading). A finished run is not read: its arena has removed its keys.
 func (m *model) tick() tea.Cmd {
 	s := m.sess
 	if s == nil {
 		return nil
 	}
-	key := s.env.Prefix() + sim.LockName
-	adm := s.env.Admin()
+	key, adm := s.env.Prefix()+sim.LockName, s.env.Admin()
 	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		t := tickMsg{gen: s.gen, at: s.now()}
-		v, err := adm.Get(ctx, key).Result()
-		if err == nil {
-			t.held, t.val = true, v
-			t.ttl, _ = adm.PTTL(ctx, key).Result()
+		r := lockReading{at: s.now()}
+		switch {
+		case s.live != nil:
+			r.st = s.live.Arena().Lock(ctx)
+		case s.finished():
+			return tickMsg{gen: s.gen}
+		default:
+			r.pictureOwner = true
+			v, err := adm.Get(ctx, key).Result()
+			if r.st.Held, r.st.Value = err == nil, v; r.st.Held {
+				r.st.TTL, _ = adm.PTTL(ctx, key).Result()
+			}
 		}
-		return t
+		s.feed.pushLock(r)
+		return tickMsg{gen: s.gen}
 	})
+}
+
+// finished tells whether a canned run has returned.
+func (s *session) finished() bool {
+	select {
+	case <-s.ran:
+		return true
+	default:
+		return false
+	}
 }
 
 // stopSession hands the current session to the background to stop.
@@ -107,6 +111,7 @@ func (m *model) shutdown() {
 	m.bg.Wait()
 }
 
+// timing is the arena's clock at the lab's speed.
 func (m *model) timing() sim.Timing { return sim.DefaultTiming().Scaled(m.slow) }
 
 // prepareArena sets up the screen's arena for scenario ("" for live buyers) and opens a fresh
@@ -115,6 +120,9 @@ func (m *model) timing() sim.Timing { return sim.DefaultTiming().Scaled(m.slow) 
 func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (redisenv.Env, *feed) {
 	m.ar = newArena(scenario, t, stock, sim.LockName, true)
 	m.ar.noLock = takesNoLock(m.step())
+	if scenario == "" {
+		m.ar.roster.set(m.buyers)
+	}
 	if m.opt.offline {
 		return nil, nil
 	}
@@ -185,8 +193,12 @@ func (m *model) feedIn(msg feedMsg) tea.Cmd {
 		return nil
 	}
 	was := m.ar.failedOver
-	for _, e := range msg.evs {
-		m.ar.apply(e)
+	for _, it := range msg.items {
+		if it.lock != nil {
+			m.ar.setLock(*it.lock)
+		} else {
+			m.ar.apply(it.ev)
+		}
 	}
 	if !was && m.ar.failedOver && m.ar.scenario == "" {
 		m.msg = "failed over: the primary died before the lock write reached the replica, which is primary now"
@@ -201,12 +213,11 @@ func (m *model) feedIn(msg feedMsg) tea.Cmd {
 	return m.sess.feed.next()
 }
 
-// tickIn takes a reading of the lock and moves the picture's clock.
+// tickIn moves the picture's clock and judges stuck live.
 func (m *model) tickIn(msg tickMsg) tea.Cmd {
 	if msg.gen != m.gen || m.sess == nil || m.ar == nil {
 		return nil
 	}
-	m.ar.lockHeld, m.ar.lockVal, m.ar.lockTTL, m.ar.lockReadAt = msg.held, msg.val, msg.ttl, msg.at
 	if !m.ar.done {
 		m.ar.advance(m.sess.now())
 		m.ar.checkStuck()
@@ -227,35 +238,4 @@ func (m *model) finishBreak(rep *sim.Report, err error) {
 	default:
 		m.msg = fmt.Sprintf("%s held under %s this time", stepName(st), st.BreakWith)
 	}
-}
-
-// injected shows what a fault key did.
-func (m *model) injected(msg injectMsg) {
-	if msg.gen != m.gen {
-		return
-	}
-	m.msg = injectAnswer(msg)
-	if msg.f == sim.FaultFailover && msg.err == nil && m.ar != nil {
-		m.ar.armed = true
-	}
-}
-
-func injectAnswer(msg injectMsg) string {
-	switch {
-	case errors.Is(msg.err, sim.ErrNoHolder):
-		return fmt.Sprintf("%s: nobody holds the lock right now, so nothing was hit — try again when a bar is drawn", msg.f)
-	case msg.err != nil:
-		return fmt.Sprintf("%s: %v", msg.f, msg.err)
-	case msg.f == sim.FaultFailover:
-		return "failover armed: the next lock write will not reach the replica, then the primary dies"
-	}
-	what := map[sim.Fault]string{
-		sim.FaultCrash:      "crashed: its process died, its deferred code will never run",
-		sim.FaultError:      "its work will return an error",
-		sim.FaultSlow:       "its work now takes 3 × TTL",
-		sim.FaultPause:      "frozen (stop-the-world) for 3 × TTL",
-		sim.FaultUnlockRace: "will freeze just before the command that deletes its lock",
-		sim.FaultReentrant:  "its work calls a helper that takes the same lock again",
-	}[msg.f]
-	return fmt.Sprintf("%s → buyer %d: %s", msg.f, msg.who, what)
 }

@@ -31,12 +31,19 @@ func (t *timeline) View() []string {
 	nowB := a.bucket(a.now)
 	first := max(0, nowB-int64(cols)+1)
 	out := []string{t.ruler(first, cols)}
-	lockStatus := "free"
-	if a.noLock {
-		lockStatus = "no lock"
+	// The lock lane's status says what the LOCK line says: the latest reading, while there is one.
+	owner, held := a.owner, a.owner != 0
+	if a.read && !a.done {
+		owner, held = a.lk.st.Owner, a.lk.st.Held
 	}
-	if a.owner != 0 {
-		lockStatus = fmt.Sprintf("buyer %d", a.owner)
+	lockStatus := "free"
+	switch {
+	case a.noLock:
+		lockStatus = "no lock"
+	case held && owner != 0:
+		lockStatus = fmt.Sprintf("buyer %d", owner)
+	case held:
+		lockStatus = "held"
 	}
 	out = append(out, t.laneLine(a.lock, "lock", first, nowB, cols, lockStatus))
 	lanes := a.lanes
@@ -84,6 +91,8 @@ func (t *timeline) laneStatus(l *lane, nowB int64) string {
 		if c := l.at(nowB); (c != nil && c.spins >= 2) || spinning(l, nowB) {
 			return sCell[stWait].Render("~ spinning")
 		}
+	case st == stIdle && t.a.roster.retired[l.n]:
+		return sDim.Render("  retired")
 	}
 	return sCell[st].Render(string(glyph[st]) + " " + [...]string{"idle", "waiting", "holds", "inside", "OVERLAP", "frozen", "crashed"}[st])
 }
