@@ -186,11 +186,11 @@ func TestCommandsPerOrderWithoutOrders(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Detail: "SET NX lock"})
 	}
-	if s := m.ar.shopLine(); !strings.Contains(s, "4 Redis cmds, no order yet") || strings.Contains(s, "cmds/order") {
+	if s := m.ar.shopLine(100); !strings.Contains(s, "4 Redis cmds, no order yet") || strings.Contains(s, "cmds/order") {
 		t.Fatalf("no order: %q", s)
 	}
 	sell(m.ar, 2*time.Millisecond, 1, 100)
-	if s := m.ar.shopLine(); !strings.Contains(s, "4.0 Redis cmds/order") {
+	if s := m.ar.shopLine(100); !strings.Contains(s, "4.0 Redis cmds/order") {
 		t.Fatalf("one order: %q", s)
 	}
 }

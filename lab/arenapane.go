@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,36 +56,63 @@ func (p *arenaPane) Update(k tea.KeyMsg) tea.Msg {
 	return nil
 }
 
+// View lays the arena out in the pane's lines: what must be seen first, then what fits.
 func (p *arenaPane) View() string {
 	w, h, s := p.w, p.h, p.s
 	a := s.ar
 	if a == nil {
-		return "\n" + sWarn.Render(s.msg)
+		return "\n" + strings.Join(wrap(sWarn.Render(oneLine(s.msg)), w), "\n")
 	}
-	top := []string{sDim.Render(ansi.Truncate(s.step().Claim, w, "…"))}
-	top = append(top, ansi.Truncate(sLabel.Render("▶ "+p.mode())+"  "+sWarn.Render(oneLine(s.msg)), w, "…"))
-	top = append(top, a.shopLine(), a.lockLine(w), a.topoLine())
-
-	bottom := a.invariantLines(w)
+	// What must be on screen, then what fills the room left, in this order: every buyer lane,
+	// the lock server's line, the claim, the legend, the log.
+	status := p.statusLines(w)
+	first, latest := a.verdict()
+	inv := a.invariantLines(w, first, latest)
 	lesson := p.lessonLines(w)
 	foot := p.footer(w)
-
-	rest := h - len(top) - len(bottom) - len(lesson) - len(foot)
+	topoNeeded := a.armed || a.failedOver
+	free := h - len(foot) - len(status) - 2 - 2 - len(inv) - len(lesson) // shop, lock; ruler, lock lane
+	if topoNeeded {
+		free--
+	}
+	lanes := max(min(len(a.lanes), free), 0)
+	free -= lanes
+	showTopo, showClaim := topoNeeded, false
+	if free > 0 && !topoNeeded {
+		showTopo, free = true, free-1
+	}
+	claim := wrap(sDim.Render(s.step().Claim), w)
+	switch {
+	case free >= len(claim):
+		showClaim, free = true, free-len(claim)
+	case free > 0:
+		showClaim, free, claim = true, free-1, []string{sDim.Render(ansi.Truncate(s.step().Claim, w, "…"))}
+	}
 	legend := legendLines(w)
-	need := 2 + len(a.lanes) // ruler, lock lane, buyers
 	legendN := 0
-	if rest-need >= len(legend) {
+	switch {
+	case free >= len(legend):
 		legendN = len(legend)
-	} else if rest-need >= 1 {
+	case free >= 1:
 		legendN = 1
 	}
-	lanes := min(len(a.lanes), rest-2-legendN)
-	logN := max(0, min(rest-(2+lanes+legendN)-1, 7, len(a.log))) // the LOG title takes a line
-	p.tl.a = a
-	p.tl.SetSize(w, max(lanes, 0))
-	out := append(top, p.tl.View()...)
+	free -= legendN
+	logN := max(0, min(free-1, len(a.log))) // the LOG title takes a line
+
+	var out []string
+	if showClaim {
+		out = append(out, claim...)
+	}
+	out = append(out, status...)
+	out = append(out, a.shopLine(w), a.lockLine(w))
+	if showTopo {
+		out = append(out, a.topoLine())
+	}
+	p.tl.a, p.tl.keep = a, namedBuyers(first, latest)
+	p.tl.SetSize(w, lanes)
+	out = append(out, p.tl.View()...)
 	out = append(out, legend[:legendN]...)
-	out = append(out, bottom...)
+	out = append(out, inv...)
 	out = append(out, lesson...)
 	if logN > 0 {
 		out = append(out, sLabel.Render("LOG"))
@@ -99,6 +128,35 @@ func (p *arenaPane) View() string {
 	}
 	out = append(out, foot...)
 	return strings.Join(out, "\n")
+}
+
+// statusLines say what runs, and the answer to the last key: on one line when both fit, else
+// each wrapped on lines of its own (never cut short).
+func (p *arenaPane) statusLines(w int) []string {
+	mode, msg := "▶ "+p.mode(), oneLine(p.s.msg)
+	switch {
+	case msg == "":
+		return wrap(sLabel.Render(mode), w)
+	case ansi.StringWidth(mode)+2+ansi.StringWidth(msg) <= w:
+		return []string{sLabel.Render(mode) + "  " + sWarn.Render(msg)}
+	}
+	l := wrap(sWarn.Render(msg), w)
+	return append(wrap(sLabel.Render(mode), w), l[:min(len(l), 3)]...)
+}
+
+var buyerRe = regexp.MustCompile(`\bbuyer (\d+)`)
+
+// namedBuyers are the buyers the verdict's sentences name, in order.
+func namedBuyers(sentences ...string) []int {
+	var out []int
+	for _, s := range sentences {
+		for _, m := range buyerRe.FindAllStringSubmatch(s, -1) {
+			if n, err := strconv.Atoi(m[1]); err == nil && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // mode says what runs in the arena.
@@ -164,7 +222,7 @@ func (p *arenaPane) footer(w int) []string {
 }
 
 var legendItems = [][]string{
-	{"█ inside", "▓ OVERLAP", "═ holds", "· refused/waiting", "~ spinning", "‖ frozen", "× crashed", "─ lock free"},
+	{"█ inside", "▓ OVERLAP", "═ holds", "· refused/waiting", "~ spinning", "‖ frozen", "× crashed", "─/═ lock free/held"},
 	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "F/? failover/lost"},
 }
 

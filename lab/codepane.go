@@ -61,6 +61,7 @@ func (p *codePane) Update(k tea.KeyMsg) tea.Msg {
 	return nil
 }
 
+// View is the summary line, the heading the model left (after a break), the code and the keys.
 func (p *codePane) View() string {
 	p.sync()
 	w, h := p.w, p.h
@@ -162,20 +163,24 @@ func (p *codePane) sync() {
 }
 
 // wrapCode cuts a line of code into pieces of at most w columns, at spaces where it can; the
-// continuation pieces keep the line's indentation.
+// continuation pieces keep the line's indentation, and a comment's pieces stay comments (//).
 func wrapCode(s string, w int) []string {
 	w = max(w, 10)
 	if ansi.StringWidth(s) <= w {
 		return []string{s}
 	}
-	indent := len(s) - len(strings.TrimLeft(s, " "))
-	if indent > w/2 {
-		indent = 0
+	body := strings.TrimLeft(s, " ")
+	indent := s[:len(s)-len(body)]
+	if len(indent) > w/2 {
+		indent = ""
 	}
-	pad := strings.Repeat(" ", indent)
-	lines := strings.Split(ansi.Wrap(strings.TrimLeft(s, " "), w-indent, ""), "\n")
+	lead := ""
+	if strings.HasPrefix(body, "// ") {
+		lead, body = "// ", body[3:]
+	}
+	lines := strings.Split(ansi.Wrap(body, w-len(indent)-len(lead), ""), "\n")
 	for i := range lines {
-		lines[i] = pad + lines[i]
+		lines[i] = indent + lead + lines[i]
 	}
 	return lines
 }

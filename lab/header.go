@@ -12,20 +12,12 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
-// header is the top line of every screen: where the learner is.
+// header is the top line of every screen: where the learner is, and at what pace.
 func (m *model) header(w int) string {
 	st := m.step()
 	left := sTitle.Render("lockstep") + " " + sStep.Render(" "+m.stepLabel(st)+" ") + " "
-	// The title is what matters: shorten the status before the title.
-	var status string
-	var room int
-	for short := 0; short < 3; short++ {
-		status = m.status(short)
-		room = w - lipgloss.Width(left) - ansi.StringWidth(status) - 2
-		if room >= ansi.StringWidth(st.Title) {
-			break
-		}
-	}
+	status := m.status(m.statusLevel(w))
+	room := w - lipgloss.Width(left) - ansi.StringWidth(status) - 2
 	if room < 12 {
 		return left + sBold.Render(st.Title)
 	}
@@ -41,8 +33,35 @@ func (m *model) stepLabel(st *steps.Step) string {
 	return fmt.Sprintf("Step %d/%d", st.Number, lastNumber(m.steps))
 }
 
-// status says the backend, the pace and the buyers; short 1 and 2 say it in fewer columns.
+// statusLevel is how short the status must be at width w: the first level at which the longest
+// title and the widest status (every buyer there can be) fit. It depends on the width alone, so
+// the pace is not said one way, then another, as the buyers or the screen change.
+func (m *model) statusLevel(w int) int {
+	title, label := 0, 0
+	for _, st := range m.steps {
+		title = max(title, ansi.StringWidth(st.Title))
+		label = max(label, ansi.StringWidth(m.stepLabel(st)))
+	}
+	left := ansi.StringWidth("lockstep") + label + 4
+	for short := 0; short < 2; short++ {
+		if left+ansi.StringWidth(m.statusText(short, buyersText(maxBuyers)))+2+title <= w {
+			return short
+		}
+	}
+	return 2
+}
+
+// status says the backend, the pace and the live buyers; short 1 and 2 say it in fewer columns.
 func (m *model) status(short int) string {
+	buyers := ""
+	if m.ar != nil && m.ar.scenario == "" {
+		buyers = buyersText(m.buyers)
+	}
+	return m.statusText(short, buyers)
+}
+
+// statusText is the status at level short, with buyers ("" for none) at its end.
+func (m *model) statusText(short int, buyers string) string {
 	be := m.opt.backend
 	if be == "" {
 		be = "embedded"
@@ -55,8 +74,8 @@ func (m *model) status(short int) string {
 	if short > 1 {
 		parts = parts[1:]
 	}
-	if m.ar != nil && m.ar.scenario == "" {
-		parts = append(parts, buyersText(m.buyers))
+	if buyers != "" {
+		parts = append(parts, buyers)
 	}
 	return strings.Join(parts, " · ")
 }

@@ -21,6 +21,13 @@ type globalKeys struct {
 	Steps                               key.Binding // the footer's shorthand for Prev and Next
 }
 
+// ShortHelp and FullHelp make globalKeys a help.KeyMap.
+func (k globalKeys) ShortHelp() []key.Binding { return []key.Binding{k.Help, k.Quit} }
+
+func (k globalKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Prev, k.Next, k.Jump}, {k.Break, k.Help, k.Quit}}
+}
+
 func newGlobalKeys(all []*steps.Step) globalKeys {
 	jump := bind([]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, fmt.Sprintf("1-%d", lastNumber(all)), "go to step")
 	if lastNumber(all) > 9 {
@@ -61,7 +68,9 @@ func (k pickerKeys) ShortHelp() []key.Binding {
 	return []key.Binding{k.g.Steps, k.g.Jump, k.Open, k.g.Break, k.Code, k.g.Help, k.g.Quit}
 }
 
-func (k pickerKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+func (k pickerKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}, {k.First, k.Last, k.Open, k.Code}}
+}
 
 // arenaKeys inject faults into the live buyers and steer the session.
 type arenaKeys struct {
@@ -114,7 +123,7 @@ func (k arenaKeys) faultRow() []key.Binding {
 }
 
 func (k arenaKeys) FullHelp() [][]key.Binding {
-	return [][]key.Binding{k.faultRow(), {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster}}
+	return [][]key.Binding{k.faultRow(), {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster}, {k.Code, k.Back}}
 }
 
 // codeKeys scroll the code pane and switch between diff and source.
@@ -144,33 +153,36 @@ func (k codeKeys) ShortHelp() []key.Binding {
 	return []key.Binding{k.Scroll, k.Diff, k.g.Steps, k.Arena, k.g.Break, k.Back, k.g.Help, k.g.Quit}
 }
 
-func (k codeKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+func (k codeKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Diff, k.Arena, k.Back}}
+}
 
 // helpKeys scroll the help screen and close it.
 type helpKeys struct {
-	g                globalKeys
-	Down, Up, Scroll key.Binding
-	Close            key.Binding
+	g                          globalKeys
+	Up, Down, PageUp, PageDown key.Binding
+	Top, Bottom, Close         key.Binding
 }
 
 func newHelpKeys(g globalKeys) helpKeys {
 	return helpKeys{g: g,
-		Down:   bind([]string{"down", "j", "pgdown"}, "↓", "down"),
-		Up:     bind([]string{"up", "k", "pgup"}, "↑", "up"),
-		Scroll: bind([]string{"down"}, "↑↓", "scroll"),
-		Close:  bind([]string{"?", "esc"}, "? / esc", "close help"),
+		Up:       bind([]string{"up", "k"}, "↑", "up"),
+		Down:     bind([]string{"down", "j"}, "↓", "down"),
+		PageUp:   bind([]string{"pgup"}, "pgup", "page up"),
+		PageDown: bind([]string{"pgdown", " "}, "pgdn", "page down"),
+		Top:      bind([]string{"home", "g"}, "home", "top"),
+		Bottom:   bind([]string{"end", "G"}, "end", "bottom"),
+		Close:    bind([]string{"?", "esc"}, "? / esc", "close help"),
 	}
 }
 
 func (k helpKeys) ShortHelp() []key.Binding { return []key.Binding{k.Close, k.g.Quit} }
 
-func (k helpKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+func (k helpKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}, {k.Top, k.Bottom, k.Close}}
+}
 
-// everyKey is what ? lists: three columns gathered from every pane's key map.
-func everyKey(g globalKeys, p pickerKeys, a arenaKeys, c codeKeys) [][]key.Binding {
-	return [][]key.Binding{
-		{g.Prev, g.Next, g.Jump, p.Open, a.Back, a.Code, c.Diff, c.Scroll},
-		append(a.faultRow(), g.Break),
-		{a.Hold, a.Reset, a.More, a.Fewer, a.Slower, a.Faster, g.Help, g.Quit},
-	}
+// everyKey is what ? lists: each pane's key map under its name.
+func everyKey(g globalKeys, p pickerKeys, a arenaKeys, c codeKeys, h helpKeys) []keyGroup {
+	return []keyGroup{{"Everywhere", g}, {"Picker", p}, {"Arena", a}, {"Code pane", c}, {"Help", h}}
 }

@@ -12,7 +12,9 @@ import (
 // The arena's panels, one line (or a few) each: the shop, the lock, the lock server, the
 // invariants.
 
-func (a *arena) shopLine() string {
+// shopLine is the shop's numbers in w columns: "Redis commands per order" shortens before any
+// number is cut.
+func (a *arena) shopLine(w int) string {
 	over := fmt.Sprintf("oversold %d", a.oversold())
 	if a.oversold() > 0 {
 		over = sBad.Render("✗ OVERSOLD " + fmt.Sprint(a.oversold()))
@@ -21,31 +23,70 @@ func (a *arena) shopLine() string {
 	if a.initial < 0 {
 		initial, shelf = "?", "?"
 	}
-	per := fmt.Sprintf("%.1f Redis cmds/order", a.perOrder())
+	pers := []string{fmt.Sprintf("%.1f Redis cmds/order", a.perOrder()), fmt.Sprintf("%.1f cmds/order", a.perOrder())}
 	if a.confirmed == 0 {
-		per = fmt.Sprintf("%d Redis cmds, no order yet", a.cmds())
+		pers = []string{fmt.Sprintf("%d Redis cmds, no order yet", a.cmds()), fmt.Sprintf("%d cmds, no order yet", a.cmds())}
 	}
-	s := fmt.Sprintf("%s initial %s · on shelf %s · confirmed %d · %s · %s",
-		sLabel.Render("SHOP"), initial, shelf, a.confirmed, over, per)
-	if a.drops > 0 {
-		s += sDim.Render(fmt.Sprintf(" (%d spin marks dropped)", a.drops))
+	var s string
+	for _, per := range pers {
+		s = fmt.Sprintf("%s initial %s · on shelf %s · confirmed %d · %s · %s",
+			sLabel.Render("SHOP"), initial, shelf, a.confirmed, over, per)
+		if lipgloss.Width(s) <= w {
+			break
+		}
 	}
-	return s
+	if d := sDim.Render(fmt.Sprintf(" (%d spin marks dropped)", a.drops)); a.drops > 0 && lipgloss.Width(s+d) <= w {
+		s += d
+	}
+	return ansi.Truncate(s, w, "…")
 }
 
+// topoLine says what the lock server is made of, and what a failover did to it.
 func (a *arena) topoLine() string {
+	head := sLabel.Render("NODES") + " "
 	switch {
 	case !a.canFail:
-		return "     lock server: a single node, no replica"
+		return head + "a single lock server, no replica"
 	case a.failedOver:
-		return "     lock server: " + sWarn.Render("node A died → node B (the replica) is primary") + "; it missed the last lock write"
+		return head + sWarn.Render("A died → B (the replica) is primary, without the last lock write")
 	case a.armed:
-		return "     lock server: primary node A · replica node B · " + sWarn.Render("failover armed: the next lock write will not reach B")
+		return head + "primary A · replica B · " + sWarn.Render("failover armed: the next lock write will not reach B")
 	}
-	return "     lock server: primary node A · replica node B (in sync)"
+	return head + "primary A · replica B, in sync"
 }
 
-func (a *arena) invariantLines(w int) []string {
+// verdict is the first violation's sentence (or the no-violation line) and the latest other
+// one's ("" if none), as the invariant panel says them.
+func (a *arena) verdict() (first, latest string) {
+	fk, lk := a.firstLatest()
+	switch {
+	case a.done && a.first != "":
+		first = sBad.Render("first violation: ") + a.first
+	case fk != "":
+		s, _ := a.violated(fk)
+		first = sBad.Render("first violation: ") + s
+	case a.done && a.err == nil:
+		first = sGood.Render("✓ no violation: every judged invariant held")
+	default:
+		first = sGood.Render("✓ no violation so far")
+		switch {
+		case a.scenario == "":
+			first += sDim.Render("  (✗ stuck once a lock outlives its owner's order by a TTL)")
+		case a.judged(steps.Stuck):
+			first += sDim.Render("  (? stuck is judged when the scenario ends; – not judged by it)")
+		default:
+			first += sDim.Render("  (– not judged by this scenario)")
+		}
+	}
+	if lk != "" && !a.done {
+		s, _ := a.violated(lk)
+		latest = sBad.Render("latest: ") + string(lk) + ": " + s
+	}
+	return first, latest
+}
+
+// invariantLines is the panel: each judged kind ✓ or ✗, then the verdict's sentences.
+func (a *arena) invariantLines(w int, first, latest string) []string {
 	var parts []string
 	for _, k := range steps.Kinds {
 		_, bad := a.violated(k)
@@ -74,32 +115,10 @@ func (a *arena) invariantLines(w int) []string {
 		cur += p
 	}
 	lines = append(lines, cur)
-	var first string
-	fk, lk := a.firstLatest()
-	switch {
-	case a.done && a.first != "":
-		first = sBad.Render("first violation: ") + a.first
-	case fk != "":
-		s, _ := a.violated(fk)
-		first = sBad.Render("first violation: ") + s
-	case a.done && a.err == nil:
-		first = sGood.Render("✓ no violation: every judged invariant held")
-	default:
-		first = sGood.Render("✓ no violation so far")
-		switch {
-		case a.scenario == "":
-			first += sDim.Render("  (✗ stuck once a lock outlives its owner's order by a TTL)")
-		case a.judged(steps.Stuck):
-			first += sDim.Render("  (? stuck is judged when the scenario ends; – not judged by it)")
-		default:
-			first += sDim.Render("  (– not judged by this scenario)")
-		}
-	}
 	fl := wrap(first, w)
-	lines = append(lines, fl[:min(2, len(fl))]...)
-	if lk != "" && !a.done {
-		s, _ := a.violated(lk)
-		lines = append(lines, ansi.Truncate(sBad.Render("latest: ")+string(lk)+": "+s, w, "…"))
+	lines = append(lines, fl[:min(3, len(fl))]...)
+	if latest != "" {
+		lines = append(lines, ansi.Truncate(latest, w, "…"))
 	}
 	return lines
 }

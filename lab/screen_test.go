@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // TestLockLineSaysOneReading: owner and TTL come first and the key last, and every part of the
@@ -45,12 +47,146 @@ func TestLockLineSaysOneReading(t *testing.T) {
 	}
 }
 
+// TestLockLaneNumbersAreWhole: past 9 buyers the lock lane writes the owner's whole number at the
+// start of each hold, never its last digit.
+func TestLockLaneNumbersAreWhole(t *testing.T) {
+	a := newArena("", sim.DefaultTiming(), 10, "k", true)
+	at := func(b int) time.Duration { return time.Duration(b) * a.res }
+	for _, h := range []struct{ b, n int }{{0, 12}, {5, 3}, {9, 10}} {
+		a.apply(sim.Event{At: at(h.b), Kind: sim.EvAcquired, Buyer: h.n})
+	}
+	a.apply(sim.Event{At: at(14), Kind: sim.EvReleased, Buyer: 10})
+	a.advance(at(16))
+	tl := timeline{a: a}
+	tl.SetSize(40, 12)
+	lock := tl.View()[1]
+	if !strings.HasPrefix(lock, "lock  12═══3═══10════──") {
+		t.Errorf("lock lane %q", lock)
+	}
+}
+
+// TestNamedBuyersAreShown: when not every lane fits, the buyers the verdict names are drawn and
+// the rest are listed, not the first lanes in order.
+func TestNamedBuyersAreShown(t *testing.T) {
+	a := newArena(steps.Contention, sim.DefaultTiming(), -1, "k", true)
+	for n := 1; n <= 8; n++ {
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvStart, Buyer: n})
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: n, Detail: "busy"})
+	}
+	tl := timeline{a: a, keep: namedBuyers("first violation: 7 orders were turned away; first: buyer 8 was turned away", "buyer 6 and buyer 7")}
+	tl.SetSize(80, 4)
+	v := strings.Join(tl.View(), "\n")
+	for _, want := range []string{"\nb6 ", "\nb7 ", "\nb8 ", "5 more buyers not shown (a taller terminal shows them): b1 b2 b3 b4 b5"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// TestFinalMarksStayOnScreen: the last marks of a finished run (the slow scenario's final DEL)
+// spill into columns kept free for them at the right edge, at every width.
+func TestFinalMarksStayOnScreen(t *testing.T) {
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	loadRecorded(t, m)
+	for _, w := range []int{60, 80, 100, 160} {
+		tl := timeline{a: m.ar}
+		tl.SetSize(w, 5)
+		for _, l := range tl.View()[2:4] {
+			if !strings.Contains(l, "SD") {
+				t.Errorf("at %d columns a lane lost its final S D: %q", w, l)
+			}
+		}
+	}
+}
+
+// TestHelpPagesAt80x24: PgDn moves a page, not a line, and the Faults section is reachable.
+func TestHelpPagesAt80x24(t *testing.T) {
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	press(m, "?")
+	first := m.View()
+	press(m, "pgdown")
+	if got := m.helpP.vp.YOffset; got < 15 {
+		t.Fatalf("pgdn scrolled %d lines", got)
+	}
+	for i := 0; i < 5 && !strings.Contains(m.View(), "Faults hit the current holder"); i++ {
+		press(m, "pgdown")
+	}
+	if v := m.View(); !strings.Contains(v, "Faults hit the current holder") || v == first {
+		t.Fatalf("the Faults section is not reachable:\n%s", v)
+	}
+	press(m, "esc", "?")
+	if m.helpP.vp.YOffset != 0 {
+		t.Fatal("help opens where it was left, not at the top")
+	}
+}
+
+// TestHeaderSaysThePaceOneWay: the speed label depends on the width alone, not on the buyers or
+// on what runs.
+func TestHeaderSaysThePaceOneWay(t *testing.T) {
+	for _, w := range []int{80, 100, 160} {
+		m := liveArena(t, 3)
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 30})
+		seen := map[bool]bool{}
+		for _, buyers := range []int{1, 9, 10, 50} {
+			m.buyers = buyers
+			seen[strings.Contains(m.header(w), "slower")] = true
+		}
+		m.ar = newArena(steps.Slow, m.timing(), -1, "k", true)
+		seen[strings.Contains(m.header(w), "slower")] = true
+		if len(seen) != 1 {
+			t.Errorf("at %d columns the header says the pace both ways", w)
+		}
+	}
+	m := liveArena(t, 3)
+	m.buyers = 1
+	if h := m.header(160); !strings.Contains(h, "· 1 buyer") || strings.Contains(h, "1 buyers") {
+		t.Errorf("one buyer: %q", h)
+	}
+}
+
 // TestStepOneCannotFailOver: f on a step that takes no lock says so and arms nothing.
 func TestStepOneCannotFailOver(t *testing.T) {
 	m := liveArena(t, 0)
 	press(m, "f")
 	if m.ar.armed || !strings.Contains(m.msg, "takes no lock") || strings.Contains(m.View(), "armed:") {
 		t.Fatalf("f on step 1: armed %v, msg %q", m.ar.armed, m.msg)
+	}
+}
+
+// TestEscEnterForgetsTheOldStatus: leaving the arena and coming back does not show the last
+// break's status again.
+func TestEscEnterForgetsTheOldStatus(t *testing.T) {
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	loadRecorded(t, m)
+	if !strings.Contains(m.View(), "step 4 broke under slow") {
+		t.Fatal("no status after the break")
+	}
+	press(m, "esc", "enter")
+	if v := m.View(); strings.Contains(v, "broke under") || m.handoff != nil {
+		t.Fatalf("esc enter:\n%s", v)
+	}
+}
+
+// TestCodeCommentsWrapAsComments: a long comment's continuation is a comment, at the pane's width.
+func TestCodeCommentsWrapAsComments(t *testing.T) {
+	line := "    // Locker takes the lock with one SET NX PX holding a random owner token, and deletes it only if"
+	got := wrapCode(line, 60)
+	if len(got) != 2 || !strings.HasPrefix(got[1], "    // ") || ansi.StringWidth(got[0]) > 60 {
+		t.Fatalf("%q", got)
+	}
+	if got := wrapCode(line, 120); len(got) != 1 {
+		t.Fatalf("wrapped at 120: %q", got)
+	}
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	press(m, "5", "tab")
+	if v := m.View(); strings.Contains(v, "↪") {
+		t.Errorf("step 5's code wraps at 160 columns:\n%s", v)
 	}
 }
 

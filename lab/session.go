@@ -164,7 +164,7 @@ func (m *model) startBreak() tea.Cmd {
 	m.stopSession()
 	m.handoff = nil
 	t := m.timing()
-	m.msg = fmt.Sprintf("breaking step %d with %q: %s", st.Number, st.BreakWith, steps.Describe[st.BreakWith])
+	m.msg = fmt.Sprintf("breaking %s…", stepName(st))
 	env, f := m.prepareArena(st.BreakWith, t, -1)
 	if env == nil {
 		return nil

@@ -2,20 +2,21 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
-
-	"github.com/charmbracelet/lipgloss"
 )
 
 // timeline draws the arena's lanes: a ruler, the lock server's lane and one lane per buyer, time
 // running left to right up to now. It has no keys of its own yet.
 type timeline struct {
 	a       *arena
-	w, rows int // columns, and buyer lanes at most
+	w, rows int   // columns, and lines for buyer lanes at most
+	keep    []int // buyers to show first when not all fit: those a sentence on screen names
+	buf     []column
 }
 
-// SetSize gives the timeline w columns and room for rows buyer lanes.
+// SetSize gives the timeline w columns and rows lines for buyer lanes.
 func (t *timeline) SetSize(w, rows int) { t.w, t.rows = w, rows }
 
 const (
@@ -23,13 +24,20 @@ const (
 	statusW = 11
 )
 
-// View is the ruler, the lock lane and up to rows buyer lanes (with a line saying how many more
-// there are, when they do not fit).
+// View is the ruler, the lock lane and the buyer lanes that fit in rows lines. When not all fit,
+// the last line says how many are left out, and the lanes shown are the ones that matter: the
+// buyers in keep, the lock's owner, the buyers doing something, in that order.
 func (t *timeline) View() []string {
-	a, rows := t.a, t.rows
+	a := t.a
 	cols := min(max(t.w-labelW-statusW, 10), ringN)
 	nowB := a.bucket(a.now)
-	first := max(0, nowB-int64(cols)+1)
+	lanes, hidden := t.pick(nowB - int64(cols) + 1)
+	// Marks made at the last instant spill past now: leave them the columns they need.
+	tail := spillPast(a.lock, nowB)
+	for _, l := range lanes {
+		tail = max(tail, spillPast(l, nowB))
+	}
+	first := max(0, nowB+int64(tail)-int64(cols)+1)
 	out := []string{t.ruler(first, cols)}
 	// The lock lane's status says what the LOCK line says: the latest reading, while there is one.
 	owner, held := a.owner, a.owner != 0
@@ -46,27 +54,70 @@ func (t *timeline) View() []string {
 		lockStatus = "held"
 	}
 	out = append(out, t.laneLine(a.lock, "lock", first, nowB, cols, lockStatus))
-	lanes := a.lanes
-	show := rows
-	if len(lanes) > rows && rows > 0 {
-		show = rows - 1
-		// Too many lanes: leave out those with nothing on screen (retired buyers), in order.
-		var busy []*lane
-		for _, l := range lanes {
-			if t.active(l, first, nowB) {
-				busy = append(busy, l)
-			}
-		}
-		lanes = busy
-	}
-	for i := 0; i < show && i < len(lanes); i++ {
-		l := lanes[i]
+	for _, l := range lanes {
 		out = append(out, t.laneLine(l, fmt.Sprintf("b%d", l.n), first, nowB, cols, t.laneStatus(l, nowB)))
 	}
-	if n := len(a.lanes) - min(show, len(lanes)); n > 0 {
-		out = append(out, sDim.Render(fmt.Sprintf("      … %d more buyers not shown (a taller terminal shows them)", n)))
+	if len(hidden) > 0 {
+		names := make([]string, len(hidden))
+		for i, l := range hidden {
+			names[i] = fmt.Sprintf("b%d", l.n)
+		}
+		what := "1 more buyer"
+		if len(hidden) > 1 {
+			what = fmt.Sprintf("%d more buyers", len(hidden))
+		}
+		out = append(out, sDim.Render(fmt.Sprintf("      … %s not shown (a taller terminal shows them): %s", what, strings.Join(names, " "))))
 	}
 	return out
+}
+
+// pick chooses the buyer lanes to draw, in number order, and those left out.
+func (t *timeline) pick(from int64) (shown, hidden []*lane) {
+	a := t.a
+	if len(a.lanes) <= t.rows {
+		return a.lanes, nil
+	}
+	if t.rows <= 0 {
+		return nil, nil
+	}
+	nowB := a.bucket(a.now)
+	score := func(l *lane) int {
+		switch {
+		case slices.Contains(t.keep, l.n):
+			return 4
+		case l.n == a.owner || (a.read && l.n == a.lk.st.Owner):
+			return 3
+		case l.state() != stIdle:
+			return 2
+		case t.active(l, from, nowB):
+			return 1
+		}
+		return 0
+	}
+	order := slices.Clone(a.lanes)
+	slices.SortStableFunc(order, func(x, y *lane) int { return score(y) - score(x) })
+	shown, hidden = order[:t.rows-1], order[t.rows-1:]
+	byN := func(x, y *lane) int { return x.n - y.n }
+	slices.SortFunc(shown, byN)
+	slices.SortFunc(hidden, byN)
+	return shown, hidden
+}
+
+// spillPast is how many marks of lane l's last buckets still wait for a column after now.
+func spillPast(l *lane, nowB int64) int {
+	ns := 0
+	for b := max(0, nowB-8); b <= nowB; b++ {
+		n := 0
+		if c := l.at(b); c != nil {
+			for _, mk := range c.marks {
+				if mk != 0 {
+					n++
+				}
+			}
+		}
+		ns = max(0, ns+n-1)
+	}
+	return ns
 }
 
 // active tells whether lane l has anything but idle cells between buckets from and to.
@@ -74,7 +125,7 @@ func (t *timeline) active(l *lane, from, to int64) bool {
 	if l.state() != stIdle {
 		return true
 	}
-	for b := max(from, to-ringN+1); b <= to; b++ {
+	for b := max(from, to-ringN+1, 0); b <= to; b++ {
 		if c := l.at(b); c != nil && (c.st != stIdle || c.marks[0] != 0) {
 			return true
 		}
@@ -82,6 +133,7 @@ func (t *timeline) active(l *lane, from, to int64) bool {
 	return false
 }
 
+// laneStatus is what a buyer does now, in words, after its lane.
 func (t *timeline) laneStatus(l *lane, nowB int64) string {
 	st := l.state()
 	switch {
@@ -104,6 +156,7 @@ func spinning(l *lane, nowB int64) bool {
 	return false
 }
 
+// ruler marks every TTL of the time shown.
 func (t *timeline) ruler(first int64, cols int) string {
 	a := t.a
 	ttlCols := max(int64(a.timing.TTL/a.res), 1)
@@ -131,86 +184,4 @@ func fmtSec(d time.Duration) string {
 	s := fmt.Sprintf("%.1f", d.Seconds())
 	s = strings.TrimSuffix(s, ".0")
 	return s + "s"
-}
-
-// laneLine draws one lane; runs of cells with one style are rendered at once (it is the hot path
-// of View with many buyers).
-func (t *timeline) laneLine(l *lane, label string, first, nowB int64, cols int, status string) string {
-	var sb strings.Builder
-	sb.WriteString(fmt.Sprintf("%-*s", labelW, label))
-	var run []rune
-	var runStyle *lipgloss.Style
-	flush := func() {
-		if len(run) > 0 {
-			if runStyle == nil {
-				sb.WriteString(string(run))
-			} else {
-				pre, post := styleCodes(runStyle)
-				sb.WriteString(pre)
-				sb.WriteString(string(run))
-				sb.WriteString(post)
-			}
-			run = run[:0]
-		}
-	}
-	l.at(nowB)
-	var spill [8]byte // marks waiting for a column
-	ns := 0
-	for c := 0; c < cols; c++ {
-		b := first + int64(c)
-		r, style := ' ', (*lipgloss.Style)(nil)
-		if b > nowB && ns > 0 {
-			r, style = rune(spill[0]), &sBold
-			copy(spill[:], spill[1:ns])
-			ns--
-		} else if b <= nowB {
-			if cl := l.at(b); cl != nil {
-				for _, mk := range cl.marks {
-					if mk != 0 && ns < len(spill) {
-						spill[ns] = mk
-						ns++
-					}
-				}
-				r, style = t.cellGlyph(l, cl)
-				if ns > 0 {
-					r = rune(spill[0])
-					copy(spill[:], spill[1:ns])
-					ns--
-					if l.n == 0 {
-						style = &sBad
-					} else {
-						style = &sMark[cl.st]
-					}
-				}
-			}
-		}
-		if style != runStyle {
-			flush()
-			runStyle = style
-		}
-		run = append(run, r)
-	}
-	flush()
-	sb.WriteString(" ")
-	sb.WriteString(status)
-	return sb.String()
-}
-
-func (t *timeline) cellGlyph(l *lane, c *tcell) (rune, *lipgloss.Style) {
-	if l.n == 0 { // the lock server
-		switch {
-		case t.a.noLock:
-			return ' ', nil
-		case c.own != 0:
-			return rune('0' + c.own%10), &sLockHeld
-		}
-		return '─', &sLockFree
-	}
-	if c.st == stWait && c.spins >= 2 {
-		return '~', &sCell[stWait]
-	}
-	if c.st == stIdle {
-		return ' ', nil
-	}
-	return glyph[c.st], &sCell[c.st]
 }

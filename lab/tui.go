@@ -144,7 +144,8 @@ func newModel(o tuiOptions) *model {
 	g := newGlobalKeys(st.steps)
 	m := &model{state: st, opt: o, slow: o.slow, buyers: o.buyers, bg: &sync.WaitGroup{}, keys: g,
 		picker: newPicker(st, g), arenaP: newArenaPane(st, g), code: newCodePane(st, g)}
-	m.helpP = newHelpPane(g, everyKey(g, m.picker.keys, m.arenaP.keys, m.code.keys))
+	hk := newHelpKeys(g)
+	m.helpP = newHelpPane(hk, everyKey(g, m.picker.keys, m.arenaP.keys, m.code.keys, hk))
 	m.resize(100, 30)
 	return m
 }
