@@ -118,7 +118,8 @@ func (a *arena) invariantLines(w int, first, latest string) []string {
 	fl := wrap(first, w)
 	lines = append(lines, fl[:min(3, len(fl))]...)
 	if latest != "" {
-		lines = append(lines, ansi.Truncate(latest, w, "…"))
+		ll := wrap(latest, w)
+		lines = append(lines, ll[:min(2, len(ll))]...)
 	}
 	return lines
 }

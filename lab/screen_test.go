@@ -205,3 +205,16 @@ func TestRetiredBuyersAreNamedSo(t *testing.T) {
 		t.Errorf("roster %+v", a.roster)
 	}
 }
+
+// TestLatestViolationIsNotCut: at 80 columns the latest violation's sentence wraps to its end.
+func TestLatestViolationIsNotCut(t *testing.T) {
+	m := liveArena(t, 2)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	a := m.ar
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 2 was turned away while 100 units were on the shelf"})
+	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Stuck,
+		Detail: "the lock is still held by buyer 4, whose process crashed, while 91 units remain: nobody can buy them"})
+	if v := m.View(); !strings.Contains(v, "nobody can buy them") {
+		t.Fatalf("the latest violation is cut:\n%s", v)
+	}
+}
