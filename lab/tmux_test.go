@@ -5,10 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
 // tmuxLab runs the real lab binary in a detached tmux session on a private server, the way a
@@ -113,7 +117,7 @@ func TestTmux(t *testing.T) {
 	l.send("b")
 	s := l.waitFor(30*time.Second, "Step 4 broke")
 	for _, want := range []string{"▓", "✗ overlap", "✗ OVERSOLD 1", "✗ foreign-release", "first violation: buyer 1 and buyer 2 were both inside",
-		"A TTL is a guess", "press → for step 5"} {
+		"A TTL is a guess", "the fix is step 8"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("after b the pane lacks %q:\n%s", want, s)
 		}
@@ -121,7 +125,9 @@ func TestTmux(t *testing.T) {
 	l.send("Right")
 	l.waitFor(5*time.Second, "Step 5/9", "diff from step 4", "+ ")
 	l.send("?")
-	l.waitFor(5*time.Second, "close help", "x crash", "The timeline")
+	l.waitFor(5*time.Second, "close help", "x crash", "Everywhere")
+	l.send("PgDn")
+	l.waitFor(5*time.Second, "Faults")
 	l.send("?")
 	l.waitFor(5*time.Second, "diff from step 4")
 	l.send("Tab")
@@ -157,5 +163,90 @@ func TestTmuxBadFlag(t *testing.T) {
 	out, err := exec.Command(bin, "-speed", "0").CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 		t.Fatalf("-speed 0: %v, output %q", err, out)
+	}
+}
+
+// TestTmux80x24 is issue 11's "Done when", on the real binary at 80×24, for steps 4, 5 and 9: the
+// first screen of the arena shows the lock's owner and its TTL; after b, every buyer the verdict
+// names has its lane on screen, and the hand-off names the step whose row of the matrix clears
+// what broke this one (worked out here from the catalog), or says that none does.
+func TestTmux80x24(t *testing.T) {
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary")
+	}
+	bin := buildLab(t)
+	lockRe := regexp.MustCompile(`(?m)^LOCK owner buyer (\d+) · TTL \d+\.\d\ds left`)
+	for _, n := range []int{4, 5, 9} {
+		t.Run(fmt.Sprintf("step%d", n), func(t *testing.T) {
+			l := startTmux(t, bin, "80", "24", "-speed", "5")
+			l.waitFor(15*time.Second, "Step 1/9")
+			l.send(fmt.Sprint(n))
+			l.waitFor(5*time.Second, fmt.Sprintf("Step %d/9", n))
+			l.send("Enter")
+			s := l.waitForRe(20*time.Second, lockRe)
+			if !strings.Contains(s, "▶ live buyers") {
+				t.Errorf("the LOCK line showed an owner before the arena was on screen:\n%s", s)
+			}
+			l.send("b")
+			s = l.waitFor(60*time.Second, fmt.Sprintf("step %d broke under", n), "q quit")
+			flat := strings.Join(strings.Fields(s), " ")
+			// every buyer the verdict names has a lane
+			first := flat[strings.Index(flat, "first violation:"):]
+			first = first[:strings.Index(first, "✗ Step")]
+			named := namedBuyers(first)
+			if len(named) == 0 {
+				t.Fatalf("the verdict names no buyer: %q\n%s", first, s)
+			}
+			for _, b := range named {
+				if !regexp.MustCompile(fmt.Sprintf(`(?m)^b%d +\S`, b)).MatchString(s) {
+					t.Errorf("buyer %d is named in %q but has no lane on screen:\n%s", b, first, s)
+				}
+			}
+			// the hand-off names the step that clears the kinds on screen
+			var broke []steps.Kind
+			for _, k := range steps.Kinds {
+				if strings.Contains(flat, "✗ "+string(k)) {
+					broke = append(broke, k)
+				}
+			}
+			st := catalog.Steps[n-1]
+			h := newHandoff(catalog.Steps, n-1, st.BreakWith, broke)
+			var wants []string
+			switch {
+			case h.fix < 0:
+				wants = []string{"No later step clears " + kindList(broke)}
+			case h.fix == h.next:
+				wants = []string{fmt.Sprintf("The fix: step %d", h.fix+1), fmt.Sprintf("→ step %d: the fix", h.fix+1)}
+			default:
+				wants = []string{fmt.Sprintf("the fix is step %d", h.fix+1), fmt.Sprintf("%d step %d: the fix", h.fix+1, h.fix+1)}
+			}
+			for _, want := range wants {
+				if !strings.Contains(flat, want) {
+					t.Errorf("after b the hand-off lacks %q (%s broke with %v):\n%s", want, st.Slug, broke, s)
+				}
+			}
+			if n == 5 && strings.Contains(flat, "→ step 6: the fix") {
+				t.Errorf("step 6 is offered as the fix of step 5:\n%s", s)
+			}
+			l.send("q")
+			l.waitFor(15*time.Second, "LAB-EXITED=0")
+		})
+	}
+}
+
+// waitForRe polls the pane until re matches it, and returns it.
+func (l *tmuxLab) waitForRe(d time.Duration, re *regexp.Regexp) string {
+	l.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s := l.screen()
+		if re.MatchString(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("after %s the pane does not match %s:\n%s", d, re, s)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -165,7 +165,9 @@ func (a *Arena) gone(e *nodeEye, p *process, cmds []redis.Cmder, ch redisenv.Cha
 	case !blame:
 		a.emit(Event{Kind: EvExpired, Other: owner, Node: e.i})
 	case owner == p.n || owner == 0:
-		a.emit(Event{Kind: EvReleased, Buyer: p.n, Node: e.i})
+		if p.n != 0 {
+			a.emit(Event{Kind: EvReleased, Buyer: p.n, Node: e.i})
+		}
 	default:
 		a.ref.foreignRelease(a, p.n, owner, e)
 	}

@@ -174,10 +174,10 @@ func (p *process) endLoop(o *outage, gate chan struct{}, witness <-chan struct{}
 		select {
 		case <-t.C:
 		case <-witness:
-			// The counterpart has acted: end one Work later, so the overlap the outage was
+			// The counterpart has acted: end a beat later, so the overlap the outage was
 			// staged for is wide enough to see.
 			p.mu.Lock()
-			o.until = time.Now().Add(p.a.t.Work)
+			o.until = time.Now().Add(p.a.beat())
 			p.mu.Unlock()
 			witness = nil
 		case <-p.dead:

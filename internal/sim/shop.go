@@ -199,8 +199,8 @@ func (s *shop) Work(ctx context.Context) error {
 		select {
 		case <-t.C:
 		case <-slowed:
-			// The counterpart has acted: one more Work, and the slow work is done.
-			slowed, end = nil, time.Now().Add(a.t.Work)
+			// The counterpart has acted: one more beat, and the slow work is done.
+			slowed, end = nil, time.Now().Add(a.beat())
 		case <-holdC:
 			// What the buyer waited for happened: it finishes its work, one more Work long,
 			// so the overlap it was held for is wide enough to see.

@@ -9,8 +9,8 @@ import (
 )
 
 // unlockTimeout bounds the deferred unlock: a Redis that does not answer must not hold the
-// request for ever.
-const unlockTimeout = time.Second
+// request for ever. It outlasts any pause the lab stages, even at its slowest pace (a 4 s TTL).
+const unlockTimeout = 10 * time.Second
 
 // Order is the article's submitOrderV2: the lock is deleted in a defer (Java's finally), so every
 // return path gives it back. Hazard: a process that dies inside runs no defer; only the lock's own

@@ -11,13 +11,14 @@ import (
 // counted and dropped, while every other event is kept.
 const feedLimit = 20000
 
-// feed carries one session's events from the arena to the program. The arena's OnEvent must never
-// block, so push only appends to a queue under a mutex and nudges the reader; the program reads
-// through a re-armed tea.Cmd (next) that takes everything queued at once.
+// feed carries one session's events, and the lab's readings of its lock, from the arena to the
+// program, in one order: a reading is applied after every event that came before it. The arena's
+// OnEvent must never block, so push only appends to a queue under a mutex and nudges the reader;
+// the program reads through a re-armed tea.Cmd (next) that takes everything queued at once.
 type feed struct {
 	gen    int
 	mu     sync.Mutex
-	evs    []sim.Event
+	items  []feedItem
 	drops  int
 	closed bool
 	rep    *sim.Report // the scenario's report, when a canned run finished
@@ -27,6 +28,12 @@ type feed struct {
 
 func newFeed(gen int) *feed { return &feed{gen: gen, wake: make(chan struct{}, 1)} }
 
+// feedItem is an event, or a reading of the lock (lock != nil).
+type feedItem struct {
+	ev   sim.Event
+	lock *lockReading
+}
+
 // push queues e; it is the arena's OnEvent and returns at once.
 func (f *feed) push(e sim.Event) {
 	f.mu.Lock()
@@ -34,11 +41,23 @@ func (f *feed) push(e sim.Event) {
 		f.mu.Unlock()
 		return
 	}
-	if len(f.evs) >= feedLimit && e.Kind == sim.EvCommand {
+	if len(f.items) >= feedLimit && e.Kind == sim.EvCommand {
 		f.drops++
 	} else {
-		f.evs = append(f.evs, e)
+		f.items = append(f.items, feedItem{ev: e})
 	}
+	f.mu.Unlock()
+	f.nudge()
+}
+
+// pushLock queues a reading of the lock behind the events queued before it.
+func (f *feed) pushLock(r lockReading) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.items = append(f.items, feedItem{lock: &r})
 	f.mu.Unlock()
 	f.nudge()
 }
@@ -66,10 +85,10 @@ func (f *feed) close() {
 	f.nudge()
 }
 
-// feedMsg is one batch of a session's events.
+// feedMsg is one batch of a session's events and readings.
 type feedMsg struct {
 	gen   int
-	evs   []sim.Event
+	items []feedItem
 	drops int
 	done  bool // the feed is closed and drained: do not read it again
 	rep   *sim.Report
@@ -81,9 +100,9 @@ func (f *feed) next() tea.Cmd {
 	return func() tea.Msg {
 		for {
 			f.mu.Lock()
-			if len(f.evs) > 0 || f.drops > 0 || f.closed {
-				m := feedMsg{gen: f.gen, evs: f.evs, drops: f.drops, done: f.closed, rep: f.rep, err: f.err}
-				f.evs, f.drops = nil, 0
+			if len(f.items) > 0 || f.drops > 0 || f.closed {
+				m := feedMsg{gen: f.gen, items: f.items, drops: f.drops, done: f.closed, rep: f.rep, err: f.err}
+				f.items, f.drops = nil, 0
 				f.mu.Unlock()
 				return m
 			}

@@ -9,129 +9,6 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
-// ringN is how many time buckets a lane remembers: the widest timeline the lab draws.
-const ringN = 512
-
-// logN is how many lines the event log keeps.
-const logN = 64
-
-// A lane's state in one time bucket, lowest priority first: a bucket shows the strongest state
-// it saw.
-const (
-	stIdle uint8 = iota
-	stWait
-	stHold    // owns the lock, outside the critical section
-	stInside  // inside the critical section
-	stOverlap // inside while another buyer is inside too
-	stFrozen
-	stCrashed
-)
-
-// tcell is one time bucket of one lane.
-type tcell struct {
-	b     int64   // the bucket this cell holds (a ring slot is reused)
-	st    uint8   // strongest state seen in the bucket
-	marks [3]byte // command marks, in order (the most telling kept when more arrive)
-	spins uint16  // lock attempts while waiting
-	own   uint16  // lock lane: the owner (0 free)
-}
-
-// lane is one row of the timeline: a buyer, or the lock server (n == 0).
-type lane struct {
-	n       int
-	painted int64 // the last bucket painted; -1 before the first
-	ring    [ringN]tcell
-	// the buyer's state now
-	waiting, inside, overlap, holding, frozen, crashed bool
-	own                                                int // lock lane: the owner now
-}
-
-func newLane(n int) *lane { return &lane{n: n, painted: -1} }
-
-func (l *lane) state() uint8 {
-	switch {
-	case l.crashed:
-		return stCrashed
-	case l.frozen:
-		return stFrozen
-	case l.inside && l.overlap:
-		return stOverlap
-	case l.inside:
-		return stInside
-	case l.holding:
-		return stHold
-	case l.waiting:
-		return stWait
-	}
-	return stIdle
-}
-
-// at paints the lane up to bucket b with its current state and returns b's cell, or nil if b has
-// left the ring.
-func (l *lane) at(b int64) *tcell {
-	if b > l.painted {
-		from := max(l.painted+1, b-ringN+1)
-		st, own := l.state(), uint16(l.own)
-		for x := from; x <= b; x++ {
-			l.ring[x%ringN] = tcell{b: x, st: st, own: own}
-		}
-		l.painted = b
-	}
-	if b < 0 || b <= l.painted-ringN {
-		return nil
-	}
-	c := &l.ring[b%ringN]
-	if c.b != b {
-		return nil
-	}
-	return c
-}
-
-// touch records the lane's (changed) state in bucket b.
-func (l *lane) touch(b int64) {
-	if c := l.at(b); c != nil {
-		c.st = max(c.st, l.state())
-		if l.own != 0 {
-			c.own = uint16(l.own)
-		}
-	}
-}
-
-// markRank orders command marks: a full bucket keeps its most telling commands.
-var markRank = map[byte]int{'P': 1, 'o': 2, 'G': 3, 'S': 4, 'L': 5, 'D': 6,
-	// lock lane
-	'x': 7, '?': 8, '!': 9, 'F': 10}
-
-// mark records command mark m in bucket b. A bucket keeps up to three marks in order; the
-// timeline spills them into the columns after it, so GET → work → SET → DEL stay separate.
-func (l *lane) mark(b int64, m byte) {
-	c := l.at(b)
-	if c == nil {
-		return
-	}
-	for i, x := range c.marks {
-		switch {
-		case x == 0:
-			if i == 0 || c.marks[i-1] != m {
-				c.marks[i] = m
-			}
-			return
-		case i == len(c.marks)-1 && x != m && markRank[m] >= markRank[x]:
-			c.marks[i] = m
-		}
-	}
-}
-
-// unown repaints the lock lane as free from bucket from on: the lock expired in Redis before
-// anyone noticed.
-func (l *lane) unown(from, to int64) {
-	for b := max(from, to-ringN+1, 0); b <= to; b++ {
-		if c := l.at(b); c != nil {
-			c.own = 0
-		}
-	}
-}
-
 // arena is what the lab knows about one session, built from its events only.
 type arena struct {
 	scenario steps.Scenario // "" for live buyers
@@ -156,11 +33,9 @@ type arena struct {
 	now                                        time.Duration
 	last                                       time.Duration // the latest event
 
-	// read from Redis on a tick
-	lockHeld   bool
-	lockVal    string
-	lockTTL    time.Duration
-	lockReadAt time.Duration // session time of the read
+	lk     lockReading // the latest reading of the lock (read tells whether there is one)
+	read   bool
+	roster roster // live buyers: who orders, who was retired
 
 	// a canned run's outcome
 	done bool
@@ -175,7 +50,7 @@ func newArena(sc steps.Scenario, t sim.Timing, stock int, lockKey string, canFai
 	}
 	return &arena{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
 		initial: stock, shelf: stock, lock: newLane(0), inside: map[int]bool{},
-		viol: map[steps.Kind]string{}}
+		viol: map[steps.Kind]string{}, roster: roster{retired: map[int]bool{}}}
 }
 
 func (a *arena) bucket(d time.Duration) int64 { return int64(d / a.res) }
@@ -393,35 +268,6 @@ func (a *arena) see(k steps.Kind, s string) {
 	a.seen = append(a.seen, k)
 }
 
-// checkStuck judges stuck live: the lock is still in Redis, held by a buyer whose order ended
-// (returned or crashed) more than one TTL ago, while units remain. A canned run's referee judges
-// it at the end instead.
-func (a *arena) checkStuck() {
-	if _, seen := a.viol[steps.Stuck]; seen || a.scenario != "" || a.done || a.owner == 0 || a.ownerDoneAt == 0 || !a.lockHeld || a.shelf <= 0 {
-		return
-	}
-	if a.lockReadAt-a.ownerDoneAt <= a.timing.TTL {
-		return
-	}
-	how, ago := "whose order has ended", "its order ended"
-	if a.buyer(a.owner).crashed {
-		how, ago = "whose process crashed", "its process crashed"
-	}
-	a.see(steps.Stuck, fmt.Sprintf("the lock is still held by buyer %d, %s, while %d units remain: nobody can buy them", a.owner, how, a.shelf))
-	a.logf(a.lockReadAt, "VIOLATION stuck: buyer %d still holds the lock; %s more than a TTL ago", a.owner, ago)
-}
-
-// oneLine makes s one line: a newline becomes "; ".
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = strings.ReplaceAll(s, "\r", "\n")
-	s = strings.TrimRight(s, "\n")
-	return strings.ReplaceAll(s, "\n", "; ")
-}
-
 // finish takes a canned run's report: the referee's verdict replaces the live guesses.
 func (a *arena) finish(rep *sim.Report, err error) {
 	a.done, a.rep, a.err = true, rep, err
@@ -438,96 +284,4 @@ func (a *arena) finish(rep *sim.Report, err error) {
 	if len(rep.Explain) > 0 {
 		a.first = oneLine(rep.Headline())
 	}
-}
-
-// oversold is the units sold that never left the shelf.
-func (a *arena) oversold() int {
-	if a.initial < 0 {
-		return 0
-	}
-	return max(0, a.confirmed-(a.initial-a.shelf))
-}
-
-// cmds is every Redis command the session sent, the ones the feed dropped included.
-func (a *arena) cmds() int { return a.commands + a.drops }
-
-// perOrder is Redis commands per confirmed order.
-func (a *arena) perOrder() float64 { return float64(a.cmds()) / float64(max(a.confirmed, 1)) }
-
-// judged tells whether kind k counts in this session: a scenario judges only its own kinds.
-func (a *arena) judged(k steps.Kind) bool {
-	if a.scenario == "" {
-		return true
-	}
-	for _, j := range steps.Judges[a.scenario] {
-		if j == k {
-			return true
-		}
-	}
-	return false
-}
-
-// violated tells whether kind k was seen, and says it in one sentence with the numbers as they are
-// now (oversold and flood move on after they are announced; a finished run's report is final).
-func (a *arena) violated(k steps.Kind) (string, bool) {
-	s, ok := a.viol[k]
-	if a.done {
-		return s, ok
-	}
-	switch k {
-	case steps.Oversold:
-		if a.oversold() > 0 {
-			return oversoldSentence(a.confirmed, a.initial-a.shelf), true
-		}
-		if ok { // a later stale write evened the numbers out again
-			return fmt.Sprintf("oversold earlier; now %d orders confirmed and %d units left the shelf", a.confirmed, a.initial-a.shelf), true
-		}
-	case steps.Flood:
-		if a.confirmed > 0 && a.perOrder() > steps.FloodLimit {
-			return fmt.Sprintf("%d Redis commands for %d confirmed orders: %.0f per order (limit %d)",
-				a.cmds(), a.confirmed, a.perOrder(), steps.FloodLimit), true
-		}
-	}
-	return s, ok
-}
-
-// firstLatest returns the first judged violation and the most recent other one (kinds, "" if none),
-// from the same judgement INVARIANTS shows.
-func (a *arena) firstLatest() (first, latest steps.Kind) {
-	var order []steps.Kind
-	for _, k := range a.seen {
-		if _, bad := a.violated(k); bad && a.judged(k) {
-			order = append(order, k)
-		}
-	}
-	for _, k := range steps.Kinds { // computed, not (yet) announced
-		if _, bad := a.violated(k); bad && a.judged(k) && !containsKind(order, k) {
-			order = append(order, k)
-		}
-	}
-	if len(order) == 0 {
-		return "", ""
-	}
-	if len(order) > 1 {
-		latest = order[len(order)-1]
-	}
-	return order[0], latest
-}
-
-func containsKind(ks []steps.Kind, k steps.Kind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
-// oversoldSentence says the oversold units as the referee does.
-func oversoldSentence(confirmed, left int) string {
-	verb := "units left"
-	if left == 1 {
-		verb = "unit left"
-	}
-	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
 }

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// TestFeedNeverBlocks checks the arena's OnEvent returns at once with nobody reading, and that a
+// flood of command events is bounded while every other event is kept.
+func TestFeedNeverBlocks(t *testing.T) {
+	f := newFeed(1)
+	for i := 0; i < 3*feedLimit; i++ {
+		f.push(sim.Event{Kind: sim.EvCommand, Detail: "SET NX lock"})
+	}
+	f.push(sim.Event{Kind: sim.EvViolation, Viol: steps.Overlap})
+	f.close()
+	msg := f.next()().(feedMsg)
+	if !msg.done || msg.drops != 2*feedLimit || len(msg.items) != feedLimit+1 || msg.items[feedLimit].ev.Kind != sim.EvViolation {
+		t.Fatalf("done %v, drops %d, kept %d", msg.done, msg.drops, len(msg.items))
+	}
+	f.push(sim.Event{Kind: sim.EvStart}) // after close: dropped, and no reader waits
+}
+
+// TestArenaTimeline checks the picture the events make: overlap, spin aggregation, crash and
+// frozen glyphs, and that a long session stays within the ring.
+func TestArenaTimeline(t *testing.T) {
+	tm := sim.DefaultTiming()
+	a := newArena("", tm, 10, "k", true)
+	res := a.res
+	at := func(b int) time.Duration { return time.Duration(b) * res }
+	a.apply(sim.Event{At: at(0), Kind: sim.EvStart, Buyer: 1})
+	a.apply(sim.Event{At: at(0), Kind: sim.EvAcquired, Buyer: 1})
+	a.apply(sim.Event{At: at(0), Kind: sim.EvEnter, Buyer: 1, Stock: 10})
+	a.apply(sim.Event{At: at(1), Kind: sim.EvStart, Buyer: 2})
+	for i := 0; i < 1000; i++ { // buyer 2 spins: one glyph per column, not one per command
+		a.apply(sim.Event{At: at(1 + i/200), Kind: sim.EvCommand, Buyer: 2, Detail: "SET NX lock"})
+	}
+	a.apply(sim.Event{At: at(6), Kind: sim.EvEnter, Buyer: 2, Stock: 10})
+	a.apply(sim.Event{At: at(8), Kind: sim.EvCommand, Buyer: 1, Detail: "SET stock"})
+	a.apply(sim.Event{At: at(8), Kind: sim.EvWrite, Buyer: 1, Stock: 9})
+	a.apply(sim.Event{At: at(8), Kind: sim.EvExit, Buyer: 1})
+	a.apply(sim.Event{At: at(9), Kind: sim.EvFrozen, Buyer: 2})
+	a.apply(sim.Event{At: at(11), Kind: sim.EvCrashed, Buyer: 2})
+	a.advance(at(12))
+	tl := timeline{a: a}
+	tl.SetSize(40, 4)
+	lines := tl.View()
+	b1, b2 := lines[2], lines[3]
+	if !strings.HasPrefix(b1, "b1    ██████▓▓S═") {
+		t.Errorf("buyer 1 lane %q: want inside, then overlapping until its SET", b1)
+	}
+	if !strings.HasPrefix(b2, "b2     ~~~~~▓▓▓‖‖×") || !strings.Contains(b2, "× crashed") {
+		t.Errorf("buyer 2 lane %q: want spinning, overlapping, frozen, crashed", b2)
+	}
+	// A long session: the ring bounds memory, the lanes keep drawing.
+	for i := 0; i < 10*ringN; i++ {
+		a.apply(sim.Event{At: at(20 + i), Kind: sim.EvCommand, Buyer: 3, Detail: "GET stock"})
+	}
+	if len(a.lanes) != 3 || len(a.log) > logN {
+		t.Fatalf("lanes %d, log %d", len(a.lanes), len(a.log))
+	}
+	if l := tl.View()[4]; !strings.Contains(l, "GGGG") {
+		t.Errorf("buyer 3 lane after a long run: %q", l)
+	}
+}
+
+// liveArena is an offline model showing a live arena on step index i, at 100×30.
+func liveArena(t *testing.T, i int) *model {
+	t.Helper()
+	m := newModel(tuiOptions{offline: true, stock: 100})
+	t.Cleanup(m.shutdown)
+	press(m, fmt.Sprint(i+1), "enter")
+	if m.ar == nil || m.scr != scrArena {
+		t.Fatal("no arena")
+	}
+	return m
+}
+
+// sell makes buyer n read stock `read` and write read-1 at time at.
+func sell(a *arena, at time.Duration, n, read int) {
+	a.apply(sim.Event{At: at, Kind: sim.EvEnter, Buyer: n, Stock: read})
+	a.apply(sim.Event{At: at, Kind: sim.EvWrite, Buyer: n, Stock: read - 1})
+	a.apply(sim.Event{At: at, Kind: sim.EvExit, Buyer: n})
+}
+
+// TestViolationSentencesFollowTheNumbers: a violation's sentence says the numbers the SHOP line
+// says, however they moved after it was announced (problem 1), and the latest one is one line.
+func TestViolationSentencesFollowTheNumbers(t *testing.T) {
+	m := liveArena(t, 3)
+	a := m.ar
+	ms := time.Millisecond
+	a.apply(sim.Event{At: ms, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 2 was turned away while 100 units were on the shelf"})
+	for i := 0; i < 19; i++ { // 19 sold properly: 100 → 81
+		sell(a, ms*time.Duration(2+i), 1, 100-i)
+	}
+	sell(a, 30*ms, 3, 100) // a paused buyer's stale write: the shelf goes back to 99
+	a.apply(sim.Event{At: 30 * ms, Kind: sim.EvViolation, Viol: steps.Oversold,
+		Detail: "20 orders confirmed but only 1 unit left the shelf: 19 oversold"})
+	sell(a, 31*ms, 1, 99)
+	sell(a, 32*ms, 1, 81) // and a write from the old count: the shelf is at 80 again
+	v := m.View()
+	if a.oversold() != 2 || !strings.Contains(v, "OVERSOLD 2") {
+		t.Fatalf("oversold %d:\n%s", a.oversold(), v)
+	}
+	if strings.Contains(v, "19 oversold") || !strings.Contains(v, "latest: oversold: 22 orders confirmed but only 20 units left the shelf: 2 oversold") {
+		t.Errorf("the oversold sentence does not follow the SHOP line:\n%s", v)
+	}
+	if !strings.Contains(v, "first violation: buyer 2 was turned away") {
+		t.Errorf("first violation:\n%s", v)
+	}
+}
+
+// TestFirstViolationAgreesWithInvariants: a computed flood is ✗ in INVARIANTS and the first
+// violation line says so (problem 2).
+func TestFirstViolationAgreesWithInvariants(t *testing.T) {
+	m := liveArena(t, 6)
+	a := m.ar
+	for i := 0; i < 300; i++ {
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Detail: "SET NX lock"})
+	}
+	sell(a, 2*time.Millisecond, 1, 100)
+	v := m.View()
+	if !strings.Contains(v, "✗ flood") || strings.Contains(v, "no violation so far") ||
+		!strings.Contains(v, "first violation: 300 Redis commands for 1 confirmed orders: 300 per order") {
+		t.Fatalf("flood:\n%s", v)
+	}
+}
+
+// TestUnjudgedKindsAreNotViolations: in a scenario, a kind it does not judge is "also seen" in the
+// log and never the first violation (problem 3).
+func TestUnjudgedKindsAreNotViolations(t *testing.T) {
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	press(m, "4")
+	m.scr = scrArena
+	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true)
+	a := m.ar
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 3 was turned away while 2 units were on the shelf"})
+	v := m.View()
+	if !strings.Contains(v, "also seen (not judged by slow) lost-sales: buyer 3") || strings.Contains(v, "VIOLATION lost-sales") ||
+		!strings.Contains(v, "no violation so far") || !strings.Contains(v, "– lost-sales") {
+		t.Fatalf("an unjudged kind:\n%s", v)
+	}
+	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Overlap, Detail: "buyer 1 and buyer 2 were both inside"})
+	v = m.View()
+	if !strings.Contains(v, "VIOLATION overlap") || !strings.Contains(v, "first violation: buyer 1 and buyer 2") || !strings.Contains(v, "✗ overlap") {
+		t.Fatalf("a judged kind:\n%s", v)
+	}
+}
+
+// TestLogStaysInItsPlace: multi-line details become one line, "sold, but" is no failed order, and
+// the footer stays on screen (problems 4, 5).
+func TestLogStaysInItsPlace(t *testing.T) {
+	m := liveArena(t, 2)
+	a := m.ar
+	for i := 0; i < 20; i++ {
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 1, Detail: "boom\nline 2\nline 3\n"})
+	}
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 2, Detail: "sold, but steps: lock is not held by this process"})
+	m.msg = "the scenario failed: panic\ngoroutine 1\nmain.go:1"
+	for _, size := range [][2]int{{100, 30}, {80, 24}} {
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		v := m.View()
+		lines := strings.Split(v, "\n")
+		if len(lines) != size[1] || !strings.Contains(lines[len(lines)-1], "q quit") {
+			t.Fatalf("%v: %d lines, last %q:\n%s", size, len(lines), lines[len(lines)-1], v)
+		}
+		if !strings.Contains(v, "buyer 1: order failed: boom; line 2; line 3") {
+			t.Errorf("%v: the multi-line detail:\n%s", size, v)
+		}
+	}
+	if l := a.log[len(a.log)-1]; !strings.HasSuffix(l, "buyer 2: sold; then steps: lock is not held by this process") {
+		t.Errorf("sold, but: %q", l)
+	}
+}
+
+// TestCommandsPerOrderWithoutOrders (problem 6).
+func TestCommandsPerOrderWithoutOrders(t *testing.T) {
+	m := liveArena(t, 1)
+	for i := 0; i < 4; i++ {
+		m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Detail: "SET NX lock"})
+	}
+	if s := m.ar.shopLine(100); !strings.Contains(s, "4 Redis cmds, no order yet") || strings.Contains(s, "cmds/order") {
+		t.Fatalf("no order: %q", s)
+	}
+	sell(m.ar, 2*time.Millisecond, 1, 100)
+	if s := m.ar.shopLine(100); !strings.Contains(s, "4.0 Redis cmds/order") {
+		t.Fatalf("one order: %q", s)
+	}
+}
+
+// TestStuckLive: a lock its owner's ended order left behind is stuck once it outlives a TTL
+// (problem 7); step 1 says it takes no lock (problem 8).
+func TestStuckLive(t *testing.T) {
+	m := liveArena(t, 1)
+	a := m.ar
+	ttl := a.timing.TTL
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 2})
+	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvDone, Buyer: 2, Detail: "boom"})
+	a.setLock(lockReading{st: sim.LockState{Held: true, Owner: 2, TTL: -1}, at: ttl})
+	a.checkStuck()
+	if _, bad := a.violated(steps.Stuck); bad {
+		t.Fatal("stuck before a TTL passed")
+	}
+	a.setLock(lockReading{st: sim.LockState{Held: true, Owner: 2, TTL: -1}, at: ttl + 3*time.Millisecond})
+	a.checkStuck()
+	if v := m.View(); !strings.Contains(v, "✗ stuck") || !strings.Contains(v, "still held by buyer 2, whose order has ended") {
+		t.Fatalf("stuck:\n%s", v)
+	}
+	m = liveArena(t, 0)
+	if v := m.View(); !strings.Contains(v, "LOCK none — this step takes no lock") {
+		t.Fatalf("step 1:\n%s", v)
+	}
+}

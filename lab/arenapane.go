@@ -1,0 +1,247 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// arenaPane is the arena on screen: what runs, the shop, the lock, the timeline, the invariants,
+// the lesson after a break, and the log.
+type arenaPane struct {
+	s    *state
+	keys arenaKeys
+	tl   timeline
+	w, h int
+}
+
+func newArenaPane(s *state, g globalKeys) *arenaPane {
+	return &arenaPane{s: s, keys: newArenaKeys(g)}
+}
+
+// SetSize gives the arena w columns and h lines.
+func (p *arenaPane) SetSize(w, h int) { p.w, p.h = w, h }
+
+// Update answers a key with an intent (or nil).
+func (p *arenaPane) Update(k tea.KeyMsg) tea.Msg {
+	km := p.keys
+	switch {
+	case key.Matches(k, km.Code):
+		return openCode{from: scrArena}
+	case key.Matches(k, km.Back):
+		return leaveArena{}
+	case key.Matches(k, km.Reset):
+		return resetArena{}
+	case key.Matches(k, km.Slower), key.Matches(k, km.Faster):
+		return changeSpeed{slower: key.Matches(k, km.Slower)}
+	case key.Matches(k, km.Hold):
+		return holdOrders{}
+	case key.Matches(k, km.More):
+		return addBuyers{1}
+	case key.Matches(k, km.Fewer):
+		return addBuyers{-1}
+	}
+	for f, b := range km.faults {
+		if key.Matches(k, b) {
+			return injectFault{f}
+		}
+	}
+	return nil
+}
+
+// View lays the arena out in the pane's lines: what must be seen first, then what fits.
+func (p *arenaPane) View() string {
+	w, h, s := p.w, p.h, p.s
+	a := s.ar
+	if a == nil {
+		return "\n" + strings.Join(wrap(sWarn.Render(oneLine(s.msg)), w), "\n")
+	}
+	// What must be on screen, then what fills the room left, in this order: every buyer lane,
+	// the lock server's line, the claim, the legend, the log.
+	status := p.statusLines(w)
+	first, latest := a.verdict()
+	inv := a.invariantLines(w, first, latest)
+	lesson := p.lessonLines(w)
+	foot := p.footer(w)
+	topoNeeded := a.armed || a.failedOver
+	free := h - len(foot) - len(status) - 2 - 2 - len(inv) - len(lesson) // shop, lock; ruler, lock lane
+	if topoNeeded {
+		free--
+	}
+	lanes := max(min(len(a.lanes), free), 0)
+	free -= lanes
+	showTopo, showClaim := topoNeeded, false
+	if free > 0 && !topoNeeded {
+		showTopo, free = true, free-1
+	}
+	claim := wrap(sDim.Render(s.step().Claim), w)
+	switch {
+	case free >= len(claim):
+		showClaim, free = true, free-len(claim)
+	case free > 0:
+		showClaim, free, claim = true, free-1, []string{sDim.Render(ansi.Truncate(s.step().Claim, w, "…"))}
+	}
+	legend := legendLines(w)
+	legendN := 0
+	switch {
+	case free >= len(legend):
+		legendN = len(legend)
+	case free >= 1:
+		legendN = 1
+	}
+	free -= legendN
+	logN := max(0, min(free-1, len(a.log))) // the LOG title takes a line
+
+	var out []string
+	if showClaim {
+		out = append(out, claim...)
+	}
+	out = append(out, status...)
+	out = append(out, a.shopLine(w), a.lockLine(w))
+	if showTopo {
+		out = append(out, a.topoLine())
+	}
+	p.tl.a, p.tl.keep = a, namedBuyers(first, latest)
+	p.tl.SetSize(w, lanes)
+	out = append(out, p.tl.View()...)
+	out = append(out, legend[:legendN]...)
+	out = append(out, inv...)
+	out = append(out, lesson...)
+	if logN > 0 {
+		out = append(out, sLabel.Render("LOG"))
+		for _, l := range a.log[len(a.log)-logN:] {
+			out = append(out, sDim.Render(ansi.Truncate(l, w, "…")))
+		}
+	}
+	if len(out) > h-len(foot) { // never push the footer off the screen
+		out = out[:max(h-len(foot), 0)]
+	}
+	for len(out) < h-len(foot) {
+		out = append(out, "")
+	}
+	out = append(out, foot...)
+	return strings.Join(out, "\n")
+}
+
+// statusLines say what runs, and the answer to the last key: on one line when both fit, else
+// each wrapped on lines of its own (never cut short).
+func (p *arenaPane) statusLines(w int) []string {
+	mode, msg := "▶ "+p.mode(), oneLine(p.s.msg)
+	switch {
+	case msg == "":
+		return wrap(sLabel.Render(mode), w)
+	case ansi.StringWidth(mode)+2+ansi.StringWidth(msg) <= w:
+		return []string{sLabel.Render(mode) + "  " + sWarn.Render(msg)}
+	}
+	l := wrap(sWarn.Render(msg), w)
+	return append(wrap(sLabel.Render(mode), w), l[:min(len(l), 3)]...)
+}
+
+var buyerRe = regexp.MustCompile(`\bbuyer (\d+)`)
+
+// namedBuyers are the buyers the verdict's sentences name, in order.
+func namedBuyers(sentences ...string) []int {
+	var out []int
+	for _, s := range sentences {
+		for _, m := range buyerRe.FindAllStringSubmatch(s, -1) {
+			if n, err := strconv.Atoi(m[1]); err == nil && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// mode says what runs in the arena.
+func (p *arenaPane) mode() string {
+	a, s := p.s.ar, p.s
+	switch {
+	case a.scenario != "" && a.done:
+		return fmt.Sprintf("scenario %s, finished", a.scenario)
+	case a.scenario != "":
+		return fmt.Sprintf("scenario %s: %s", a.scenario, steps.Describe[a.scenario])
+	case s.paused:
+		return "live buyers, new orders PAUSED (space resumes)"
+	case a.shelf <= 0:
+		return "live buyers, SOLD OUT (r restocks)"
+	}
+	return "live buyers"
+}
+
+// lessonLines are what a finished scenario teaches, and where to go next (see handoff).
+func (p *arenaPane) lessonLines(w int) []string {
+	s := p.s
+	a := s.ar
+	if a == nil || !a.done {
+		return nil
+	}
+	st := s.step()
+	if a.err != nil {
+		l := wrap(sBad.Render("the scenario could not run: ")+oneLine(a.err.Error()), w)
+		return l[:min(len(l), 3)]
+	}
+	h := s.handoff
+	if h == nil || h.from != s.cur {
+		return wrap(sGood.Render(fmt.Sprintf("%s held under %s. ", upper(stepName(st)), a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
+	}
+	out := wrap(sBad.Render(fmt.Sprintf("✗ Step %d broke. ", st.Number))+sLesson.Render(st.Lesson), w)
+	return append(out, wrap(sWarn.Render(h.sentence(s.steps)), w)...)
+}
+
+// footer is the keys that matter in the arena now.
+func (p *arenaPane) footer(w int) []string {
+	k, s := p.keys, p.s
+	if s.ar == nil || s.ar.scenario == "" {
+		return strings.Split(footer(w, k.faultRow(), k.ShortHelp()), "\n")
+	}
+	var keys []key.Binding
+	if h := s.handoff; s.ar.done && h != nil && h.from == s.cur {
+		if h.next >= 0 {
+			desc := stepName(s.steps[h.next])
+			if h.next == h.fix {
+				desc += ": the fix"
+			}
+			keys = append(keys, key.NewBinding(key.WithKeys("right"), key.WithHelp("→", desc)))
+		}
+		if h.fix >= 0 && h.fix != h.next {
+			n := strconv.Itoa(s.steps[h.fix].Number)
+			keys = append(keys, key.NewBinding(key.WithKeys(n), key.WithHelp(n, stepName(s.steps[h.fix])+": the fix")))
+		}
+		keys = append(keys, k.g.Break, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit)
+	} else {
+		keys = []key.Binding{k.Reset, k.g.Break, k.g.Steps, k.Code, k.Back, k.g.Help, k.g.Quit}
+	}
+	return strings.Split(footer(w, keys), "\n")
+}
+
+var legendItems = [][]string{
+	{"█ inside", "▓ OVERLAP", "═ holds", "· refused/waiting", "~ spinning", "‖ frozen", "× crashed", "─/═ lock free/held"},
+	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "F/? failover/lost"},
+}
+
+// legendLines packs the timeline's legend into lines of w columns: the lanes' glyphs first, then
+// the marks, in one flow.
+func legendLines(w int) []string {
+	var out []string
+	cur := ""
+	for _, items := range legendItems {
+		for _, it := range items {
+			if cur != "" && ansi.StringWidth(cur)+2+ansi.StringWidth(it) > w {
+				out = append(out, sDim.Render(cur))
+				cur = ""
+			}
+			if cur != "" {
+				cur += "  "
+			}
+			cur += it
+		}
+	}
+	return append(out, sDim.Render(cur))
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// The steps as a course: the numbered line, where each step grew from, and which step fixes what
+// broke one. Everything here is read from the catalog's descriptors, never written down twice.
+
+// numbered tells whether st is on the numbered line. Hazard: the lab takes a catalog entry with
+// no number (0) for a side road, beside the line; the catalog must number every step of the line.
+func numbered(st *steps.Step) bool { return st.Number > 0 }
+
+// takesNoLock tells whether st takes no lock at all (step 1, the endpoint the articles start
+// from). Hazard: the descriptor does not say it, so the lab knows it by the number; a second
+// lockless step (17_atomic_stock) needs a field in steps.Step.
+func takesNoLock(st *steps.Step) bool { return st.Number == 1 }
+
+// lastNumber is the highest step number of the line.
+func lastNumber(all []*steps.Step) int {
+	n := 0
+	for _, st := range all {
+		n = max(n, st.Number)
+	}
+	return n
+}
+
+// byNumber is the index of step number n, or -1.
+func byNumber(all []*steps.Step, n int) int {
+	for i, st := range all {
+		if numbered(st) && st.Number == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// stepName is how the lab names a step in a sentence: "step 4", or a side road's slug.
+func stepName(st *steps.Step) string {
+	if numbered(st) {
+		return fmt.Sprintf("step %d", st.Number)
+	}
+	return st.Slug
+}
+
+// baseOf is the index of the step that all[i] grew from (its code pane diffs against it), or -1
+// for the first. Until steps.Step names its base, that is the entry before it in the catalog.
+func baseOf(all []*steps.Step, i int) int { return i - 1 }
+
+// extends tells whether typed is the start of a longer step number: with steps 10–17, "1" may
+// still become 10–17.
+func extends(all []*steps.Step, typed string) bool {
+	for _, st := range all {
+		s := strconv.Itoa(st.Number)
+		if numbered(st) && len(s) > len(typed) && strings.HasPrefix(s, typed) {
+			return true
+		}
+	}
+	return false
+}
+
+// handoff is where the lab sends a learner after a scenario broke a step: the next step, and the
+// first later step whose row of the matrix (its Expect) clears every kind that broke this one
+// under that scenario — the fix. The next step is called the fix only when it is.
+type handoff struct {
+	from   int            // the broken step's index
+	sc     steps.Scenario // the scenario that broke it
+	kinds  []steps.Kind   // the kinds it broke with
+	next   int            // the next step's index, -1 after the last
+	clears []steps.Kind   // of kinds, those the next step's row clears under sc
+	fix    int            // the first later numbered step that clears every kind, -1 if none
+}
+
+// newHandoff works out the hand-off after all[i] broke with kinds under sc.
+func newHandoff(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.Kind) *handoff {
+	h := &handoff{from: i, sc: sc, kinds: kinds, next: -1, fix: -1}
+	if i+1 < len(all) {
+		h.next = i + 1
+		for _, k := range kinds {
+			if !slices.Contains(all[i+1].Expect[sc], k) {
+				h.clears = append(h.clears, k)
+			}
+		}
+	}
+	for j := i + 1; j < len(all) && h.fix < 0; j++ {
+		if numbered(all[j]) && !slices.ContainsFunc(kinds, func(k steps.Kind) bool { return slices.Contains(all[j].Expect[sc], k) }) {
+			h.fix = j
+		}
+	}
+	return h
+}
+
+// jumpKey is the key that opens step i: → for the next one, else its number.
+func (h *handoff) jumpKey(all []*steps.Step, i int) string {
+	if i == h.next {
+		return "→"
+	}
+	return strconv.Itoa(all[i].Number)
+}
+
+// sentence says where to go, in words: the fix and how to reach it, or that no step clears it.
+func (h *handoff) sentence(all []*steps.Step) string {
+	kinds := kindList(h.kinds)
+	switch {
+	case h.fix >= 0 && h.fix == h.next:
+		fx := all[h.fix]
+		return fmt.Sprintf("The fix: %s (%s) clears %s under %s — press → for its diff.", stepName(fx), fx.Title, kinds, h.sc)
+	case h.fix >= 0:
+		fx := all[h.fix]
+		nx := all[h.next]
+		now := fmt.Sprintf("%s does not clear %s under %s", stepName(nx), kinds, h.sc)
+		if len(h.clears) > 0 {
+			left := slices.DeleteFunc(slices.Clone(h.kinds), func(k steps.Kind) bool { return slices.Contains(h.clears, k) })
+			now = fmt.Sprintf("%s clears %s, not %s", stepName(nx), kindList(h.clears), kindList(left))
+		}
+		return fmt.Sprintf("%s; the fix is %s (%s): press %s for its diff.", upper(now), stepName(fx), fx.Title, h.jumpKey(all, h.fix))
+	}
+	s := fmt.Sprintf("No later step clears %s under %s", kinds, h.sc)
+	if h.sc == steps.Failover {
+		s += ": no lock on one Redis survives a failover"
+	}
+	return s + " (docs/curriculum.md, module 6)."
+}
+
+// codeNote heads step i's code pane when the learner came from the break.
+func (h *handoff) codeNote(all []*steps.Step, i int) string {
+	st, from := all[i], all[h.from]
+	base := "the step before"
+	if b := baseOf(all, i); b >= 0 {
+		base = stepName(all[b])
+	}
+	if i == h.fix {
+		return fmt.Sprintf("%s is the fix for %s under %s: its diff from %s", stepName(st), stepName(from), h.sc, base)
+	}
+	note := fmt.Sprintf("%s: its diff from %s — it does not clear %s under %s", stepName(st), base, kindList(h.kinds), h.sc)
+	if i == h.next && len(h.clears) > 0 {
+		note = fmt.Sprintf("%s: its diff from %s — it clears %s under %s, not all of %s", stepName(st), base, kindList(h.clears), h.sc, kindList(h.kinds))
+	}
+	if h.fix >= 0 {
+		note += fmt.Sprintf("; %s is the fix (press %d)", stepName(all[h.fix]), all[h.fix].Number)
+	}
+	return note
+}
+
+// upper starts s with a capital letter.
+func upper(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// kindList is "overlap, oversold".
+func kindList(ks []steps.Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// helpPane is the ? screen: every pane's keys, what the faults do, how to read the timeline and
+// where the lab sends a learner after a break. It scrolls a line or a page at a time.
+type helpPane struct {
+	keys   helpKeys
+	groups []keyGroup
+	hm     help.Model
+	vp     viewport.Model
+	shown  int // the width the viewport's text was laid out for
+	w, h   int
+}
+
+// keyGroup is one pane's key map, under a title.
+type keyGroup struct {
+	title string
+	km    help.KeyMap
+}
+
+func newHelpPane(k helpKeys, groups []keyGroup) *helpPane {
+	return &helpPane{keys: k, groups: groups, hm: help.New(), vp: viewport.New(80, 20)}
+}
+
+// SetSize gives the help screen w columns and h lines.
+func (p *helpPane) SetSize(w, h int) {
+	p.w, p.h = w, h
+	p.vp.Width, p.vp.Height = w, max(h-2, 1)
+	if p.shown != w {
+		p.shown = w
+		p.vp.SetContent(strings.Join(p.lines(w), "\n"))
+	}
+}
+
+// Top scrolls back to the first line.
+func (p *helpPane) Top() { p.vp.GotoTop() }
+
+// Update scrolls, or closes help.
+func (p *helpPane) Update(k tea.KeyMsg) tea.Msg {
+	km := p.keys
+	switch {
+	case key.Matches(k, km.Close):
+		return closeHelp{}
+	case key.Matches(k, km.Down):
+		p.vp.ScrollDown(1)
+	case key.Matches(k, km.Up):
+		p.vp.ScrollUp(1)
+	case key.Matches(k, km.PageDown):
+		p.vp.PageDown()
+	case key.Matches(k, km.PageUp):
+		p.vp.PageUp()
+	case key.Matches(k, km.Top):
+		p.vp.GotoTop()
+	case key.Matches(k, km.Bottom):
+		p.vp.GotoBottom()
+	}
+	return nil
+}
+
+const helpFaults = "Faults hit the current holder: the buyer inside the critical section, or else the lock's owner. " +
+	"crash: its process dies, no deferred code runs. error: its work returns an error. slow: its work takes 3×TTL. " +
+	"pause: stop-the-world for 3×TTL. unlock-race: it freezes just before the command that deletes its lock. " +
+	"failover: the next lock write skips the replica, then the primary dies. nested: its work calls a helper that takes the same lock."
+
+const helpBreak = "b replays the scenario that breaks this step. After it breaks, the lab names the fix: the first later " +
+	"step whose row of the matrix clears every kind that broke this one under that scenario — → when it is the next step, " +
+	"else its number — and opens its diff. When the next step clears only some of them, it says which; when no step " +
+	"does, it says so."
+
+const helpTimeline = "One lane per buyer, one for the lock server; time runs left to right, one column = TTL/20. " +
+	"Buyer lanes: █ inside the critical section, ▓ inside while another buyer is inside too (an overlap), " +
+	"═ holds the lock outside it, · waiting (on steps 2–6, which never wait: a refused attempt), ~ spinning on SET NX, ‖ frozen, × crashed. " +
+	"Marks: G GET stock, S SET stock, o GET lock (the owner check), D DEL lock, L Lua unlock, P TTL renewal. " +
+	"Lock lane: ─ free, ═ held, with the owner's number at the start of each hold, x expired, ! deleted by a non-owner, F failover, ? lost in the failover. " +
+	"When not every buyer fits, the lanes shown are the buyers a sentence on screen names, the lock's owner, then the busy ones."
+
+// lines is the whole help text laid out for w columns.
+func (p *helpPane) lines(w int) []string {
+	p.hm.Width = w
+	b := []string{sBold.Render("Keys")}
+	for _, g := range p.groups {
+		b = append(b, "", sLabel.Render(g.title))
+		b = append(b, strings.Split(p.hm.FullHelpView(g.km.FullHelp()), "\n")...)
+	}
+	for _, sec := range [][2]string{{"Faults", helpFaults}, {"After a break", helpBreak}, {"The timeline", helpTimeline}} {
+		b = append(b, "", sBold.Render(sec[0]))
+		b = append(b, wrap(sec[1], w)...)
+	}
+	return b
+}
+
+// View is the help text at its scroll position, and the keys.
+func (p *helpPane) View() string {
+	keys := p.keys.ShortHelp()
+	if p.vp.TotalLineCount() > p.vp.Height {
+		scroll := key.NewBinding(key.WithKeys("down"), key.WithHelp("↑↓ pgup pgdn", fmt.Sprintf("scroll (%.0f%%)", p.vp.ScrollPercent()*100)))
+		keys = append([]key.Binding{scroll}, keys...)
+	}
+	f := footer(p.w, keys)
+	p.vp.Height = max(p.h-1-1-strings.Count(f, "\n"), 1)
+	return "\n" + p.vp.View() + "\n" + f
+}

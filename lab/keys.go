@@ -1,0 +1,188 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// Each pane has its own key map; the footer shows the keys that matter on the current screen and
+// ? shows them all. A key map is a help.KeyMap: ShortHelp is its footer, FullHelp its part of ?.
+
+func bind(keys []string, k, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
+}
+
+// globalKeys work on every screen but help: moving between steps, breaking, help, quitting.
+type globalKeys struct {
+	Prev, Next, Jump, Break, Help, Quit key.Binding
+	Steps                               key.Binding // the footer's shorthand for Prev and Next
+}
+
+// ShortHelp and FullHelp make globalKeys a help.KeyMap.
+func (k globalKeys) ShortHelp() []key.Binding { return []key.Binding{k.Help, k.Quit} }
+
+func (k globalKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Prev, k.Next, k.Jump}, {k.Break, k.Help, k.Quit}}
+}
+
+func newGlobalKeys(all []*steps.Step) globalKeys {
+	jump := bind([]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, fmt.Sprintf("1-%d", lastNumber(all)), "go to step")
+	if lastNumber(all) > 9 {
+		jump.SetHelp(fmt.Sprintf("1-%d", lastNumber(all)), "go to step: type its number")
+	}
+	return globalKeys{
+		Prev:  bind([]string{"left", "h"}, "←", "previous step"),
+		Next:  bind([]string{"right", "l"}, "→", "next step"),
+		Jump:  jump,
+		Break: bind([]string{"b"}, "b", "break it"),
+		Help:  bind([]string{"?"}, "?", "help"),
+		Quit:  bind([]string{"q", "ctrl+c"}, "q", "quit"),
+		Steps: key.NewBinding(key.WithKeys("left", "right"), key.WithHelp("←/→", "step")),
+	}
+}
+
+// pickerKeys move through the list and open a step.
+type pickerKeys struct {
+	g                          globalKeys
+	Up, Down, PageUp, PageDown key.Binding
+	First, Last, Open, Code    key.Binding
+}
+
+func newPickerKeys(g globalKeys) pickerKeys {
+	return pickerKeys{g: g,
+		Up:       bind([]string{"up", "k"}, "↑", "previous step"),
+		Down:     bind([]string{"down", "j"}, "↓", "next step"),
+		PageUp:   bind([]string{"pgup"}, "pgup", "a page of steps up"),
+		PageDown: bind([]string{"pgdown"}, "pgdn", "a page of steps down"),
+		First:    bind([]string{"home"}, "home", "the first step"),
+		Last:     bind([]string{"end"}, "end", "the last step"),
+		Open:     bind([]string{"enter", " "}, "enter", "open the arena"),
+		Code:     bind([]string{"tab", "c"}, "tab/c", "code"),
+	}
+}
+
+func (k pickerKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.g.Steps, k.g.Jump, k.Open, k.g.Break, k.Code, k.g.Help, k.g.Quit}
+}
+
+func (k pickerKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}, {k.First, k.Last, k.Open, k.Code}}
+}
+
+// arenaKeys inject faults into the live buyers and steer the session.
+type arenaKeys struct {
+	g                            globalKeys
+	Crash, Error, Slow, Pause    key.Binding
+	UnlockRace, Failover, Nested key.Binding
+	Hold, Reset, More, Fewer     key.Binding
+	Slower, Faster               key.Binding
+	Buyers, Speed                key.Binding // footer shorthands
+	Code, Back                   key.Binding
+	faults                       map[sim.Fault]key.Binding
+	live                         []key.Binding // the keys that need live buyers
+}
+
+func newArenaKeys(g globalKeys) arenaKeys {
+	k := arenaKeys{g: g,
+		Crash:      bind([]string{"x"}, "x", "crash"),
+		Error:      bind([]string{"e"}, "e", "error"),
+		Slow:       bind([]string{"s"}, "s", "slow"),
+		Pause:      bind([]string{"p"}, "p", "pause"),
+		UnlockRace: bind([]string{"u"}, "u", "unlock-race"),
+		Failover:   bind([]string{"f"}, "f", "failover"),
+		Nested:     bind([]string{"n"}, "n", "nested"),
+		Hold:       bind([]string{" "}, "space", "hold orders"),
+		Reset:      bind([]string{"r"}, "r", "reset"),
+		More:       bind([]string{"+", "="}, "+", "more buyers"),
+		Fewer:      bind([]string{"-", "_"}, "-", "fewer buyers"),
+		Slower:     bind([]string{"["}, "[", "slower"),
+		Faster:     bind([]string{"]"}, "]", "faster"),
+		Buyers:     key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "buyers")),
+		Speed:      key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[/]", "speed")),
+		Code:       bind([]string{"tab", "c"}, "tab/c", "code"),
+		Back:       bind([]string{"esc"}, "esc", "back"),
+	}
+	k.faults = map[sim.Fault]key.Binding{
+		sim.FaultCrash: k.Crash, sim.FaultError: k.Error, sim.FaultSlow: k.Slow, sim.FaultPause: k.Pause,
+		sim.FaultUnlockRace: k.UnlockRace, sim.FaultFailover: k.Failover, sim.FaultReentrant: k.Nested,
+	}
+	k.live = []key.Binding{k.Hold, k.More, k.Fewer, k.Crash, k.Error, k.Slow, k.Pause, k.UnlockRace, k.Failover, k.Nested}
+	return k
+}
+
+func (k arenaKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.g.Break, k.Hold, k.Reset, k.Buyers, k.Speed, k.g.Steps, k.Code, k.g.Help, k.g.Quit}
+}
+
+// faultRow is the footer's first line in a live arena: one key per fault.
+func (k arenaKeys) faultRow() []key.Binding {
+	return []key.Binding{k.Crash, k.Error, k.Slow, k.Pause, k.UnlockRace, k.Failover, k.Nested}
+}
+
+func (k arenaKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{k.faultRow(), {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster}, {k.Code, k.Back}}
+}
+
+// codeKeys scroll the code pane and switch between diff and source.
+type codeKeys struct {
+	g                                       globalKeys
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Scroll                                  key.Binding // the footer's shorthand for the six above
+	Diff, Arena, Back                       key.Binding
+}
+
+func newCodeKeys(g globalKeys) codeKeys {
+	return codeKeys{g: g,
+		Up:       bind([]string{"up", "k"}, "↑", "up"),
+		Down:     bind([]string{"down", "j"}, "↓", "down"),
+		PageUp:   bind([]string{"pgup"}, "pgup", "page up"),
+		PageDown: bind([]string{"pgdown", " "}, "pgdn", "page down"),
+		Top:      bind([]string{"home", "g"}, "home", "top"),
+		Bottom:   bind([]string{"end", "G"}, "end", "bottom"),
+		Scroll:   bind([]string{"up", "down", "pgup", "pgdown", "home", "end", "j", "k"}, "↑↓ pgup pgdn", "scroll"),
+		Diff:     bind([]string{"d"}, "d", "diff ↔ source"),
+		Arena:    bind([]string{"tab", "c"}, "tab/c", "arena"),
+		Back:     bind([]string{"esc"}, "esc", "back"),
+	}
+}
+
+func (k codeKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Scroll, k.Diff, k.g.Steps, k.Arena, k.g.Break, k.Back, k.g.Help, k.g.Quit}
+}
+
+func (k codeKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Diff, k.Arena, k.Back}}
+}
+
+// helpKeys scroll the help screen and close it.
+type helpKeys struct {
+	g                          globalKeys
+	Up, Down, PageUp, PageDown key.Binding
+	Top, Bottom, Close         key.Binding
+}
+
+func newHelpKeys(g globalKeys) helpKeys {
+	return helpKeys{g: g,
+		Up:       bind([]string{"up", "k"}, "↑", "up"),
+		Down:     bind([]string{"down", "j"}, "↓", "down"),
+		PageUp:   bind([]string{"pgup"}, "pgup", "page up"),
+		PageDown: bind([]string{"pgdown", " "}, "pgdn", "page down"),
+		Top:      bind([]string{"home", "g"}, "home", "top"),
+		Bottom:   bind([]string{"end", "G"}, "end", "bottom"),
+		Close:    bind([]string{"?", "esc"}, "? / esc", "close help"),
+	}
+}
+
+func (k helpKeys) ShortHelp() []key.Binding { return []key.Binding{k.Close, k.g.Quit} }
+
+func (k helpKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}, {k.Top, k.Bottom, k.Close}}
+}
+
+// everyKey is what ? lists: each pane's key map under its name.
+func everyKey(g globalKeys, p pickerKeys, a arenaKeys, c codeKeys, h helpKeys) []keyGroup {
+	return []keyGroup{{"Everywhere", g}, {"Picker", p}, {"Arena", a}, {"Code pane", c}, {"Help", h}}
+}

@@ -1,0 +1,124 @@
+package main
+
+// ringN is how many time buckets a lane remembers: the widest timeline the lab draws.
+const ringN = 512
+
+// logN is how many lines the event log keeps.
+const logN = 64
+
+// A lane's state in one time bucket, lowest priority first: a bucket shows the strongest state
+// it saw.
+const (
+	stIdle uint8 = iota
+	stWait
+	stHold    // owns the lock, outside the critical section
+	stInside  // inside the critical section
+	stOverlap // inside while another buyer is inside too
+	stFrozen
+	stCrashed
+)
+
+// tcell is one time bucket of one lane.
+type tcell struct {
+	b     int64   // the bucket this cell holds (a ring slot is reused)
+	st    uint8   // strongest state seen in the bucket
+	marks [3]byte // command marks, in order (the most telling kept when more arrive)
+	spins uint16  // lock attempts while waiting
+	own   uint16  // lock lane: the owner (0 free)
+}
+
+// lane is one row of the timeline: a buyer, or the lock server (n == 0).
+type lane struct {
+	n       int
+	painted int64 // the last bucket painted; -1 before the first
+	ring    [ringN]tcell
+	// the buyer's state now
+	waiting, inside, overlap, holding, frozen, crashed bool
+	own                                                int // lock lane: the owner now
+}
+
+func newLane(n int) *lane { return &lane{n: n, painted: -1} }
+
+func (l *lane) state() uint8 {
+	switch {
+	case l.crashed:
+		return stCrashed
+	case l.frozen:
+		return stFrozen
+	case l.inside && l.overlap:
+		return stOverlap
+	case l.inside:
+		return stInside
+	case l.holding:
+		return stHold
+	case l.waiting:
+		return stWait
+	}
+	return stIdle
+}
+
+// at paints the lane up to bucket b with its current state and returns b's cell, or nil if b has
+// left the ring.
+func (l *lane) at(b int64) *tcell {
+	if b > l.painted {
+		from := max(l.painted+1, b-ringN+1)
+		st, own := l.state(), uint16(l.own)
+		for x := from; x <= b; x++ {
+			l.ring[x%ringN] = tcell{b: x, st: st, own: own}
+		}
+		l.painted = b
+	}
+	if b < 0 || b <= l.painted-ringN {
+		return nil
+	}
+	c := &l.ring[b%ringN]
+	if c.b != b {
+		return nil
+	}
+	return c
+}
+
+// touch records the lane's (changed) state in bucket b.
+func (l *lane) touch(b int64) {
+	if c := l.at(b); c != nil {
+		c.st = max(c.st, l.state())
+		if l.own != 0 {
+			c.own = uint16(l.own)
+		}
+	}
+}
+
+// markRank orders command marks: a full bucket keeps its most telling commands.
+var markRank = map[byte]int{'P': 1, 'o': 2, 'G': 3, 'S': 4, 'L': 5, 'D': 6,
+	// lock lane
+	'x': 7, '?': 8, '!': 9, 'F': 10}
+
+// mark records command mark m in bucket b. A bucket keeps up to three marks in order; the
+// timeline spills them into the columns after it, so GET → work → SET → DEL stay separate.
+func (l *lane) mark(b int64, m byte) {
+	c := l.at(b)
+	if c == nil {
+		return
+	}
+	for i, x := range c.marks {
+		switch {
+		case x == 0:
+			if i == 0 || c.marks[i-1] != m {
+				c.marks[i] = m
+			}
+			return
+		case i == len(c.marks)-1 && x != m && markRank[m] >= markRank[x]:
+			c.marks[i] = m
+		}
+	}
+}
+
+// unown repaints the lock lane as free from bucket from on: the lock expired in Redis before
+// anyone noticed.
+func (l *lane) unown(from, to int64) {
+	for b := max(from, to-ringN+1, 0); b <= to; b++ {
+		if c := l.at(b); c != nil {
+			c.own = 0
+		}
+	}
+}

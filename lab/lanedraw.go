@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+)
+
+// column is one column of a lane as drawn.
+type column struct {
+	r     rune
+	style *lipgloss.Style
+	mark  bool
+}
+
+// laneLine draws one lane: each column's glyph, a bucket's command marks spilling into the
+// columns after it, and on the lock lane the owner's number at the start of each hold. Runs of
+// one style are rendered at once (it is the hot path of View with many buyers).
+func (t *timeline) laneLine(l *lane, label string, first, nowB int64, cols int, status string) string {
+	cells := t.cells(l, first, nowB, cols)
+	if l.n == 0 {
+		t.ownerNumbers(cells, first, nowB)
+	}
+	var sb strings.Builder
+	sb.WriteString(fmt.Sprintf("%-*s", labelW, label))
+	var run []rune
+	var runStyle *lipgloss.Style
+	flush := func() {
+		if len(run) > 0 {
+			if runStyle == nil {
+				sb.WriteString(string(run))
+			} else {
+				pre, post := styleCodes(runStyle)
+				sb.WriteString(pre)
+				sb.WriteString(string(run))
+				sb.WriteString(post)
+			}
+			run = run[:0]
+		}
+	}
+	for _, c := range cells {
+		if c.style != runStyle {
+			flush()
+			runStyle = c.style
+		}
+		run = append(run, c.r)
+	}
+	flush()
+	sb.WriteString(" ")
+	sb.WriteString(status)
+	return sb.String()
+}
+
+// cells lays out one lane's columns.
+func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
+	t.buf = slices.Grow(t.buf[:0], cols)[:cols]
+	out := t.buf
+	l.at(nowB)
+	var spill [8]byte // marks waiting for a column
+	ns := 0
+	for c := range out {
+		b := first + int64(c)
+		out[c] = column{r: ' '}
+		if b > nowB && ns > 0 {
+			out[c] = column{r: rune(spill[0]), style: &sBold, mark: true}
+			copy(spill[:], spill[1:ns])
+			ns--
+		} else if b <= nowB {
+			if cl := l.at(b); cl != nil {
+				for _, mk := range cl.marks {
+					if mk != 0 && ns < len(spill) {
+						spill[ns] = mk
+						ns++
+					}
+				}
+				out[c].r, out[c].style = t.cellGlyph(l, cl)
+				if ns > 0 {
+					out[c].r, out[c].mark = rune(spill[0]), true
+					copy(spill[:], spill[1:ns])
+					ns--
+					if l.n == 0 {
+						out[c].style = &sBad
+					} else {
+						out[c].style = &sMark[cl.st]
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ownerNumbers writes the owner's whole number at the start of each hold of the lock lane (and at
+// its left edge), in the first columns no mark took; a hold too short for the number keeps its ═.
+func (t *timeline) ownerNumbers(cells []column, first, nowB int64) {
+	own := func(c int) int {
+		if b := first + int64(c); b <= nowB {
+			if cl := t.a.lock.at(b); cl != nil {
+				return int(cl.own)
+			}
+		}
+		return 0
+	}
+	for c := 0; c < len(cells); {
+		o := own(c)
+		end := c + 1
+		for end < len(cells) && own(end) == o {
+			end++
+		}
+		if o != 0 {
+			num := strconv.Itoa(o)
+			var free []int
+			for x := c; x < end && len(free) < len(num); x++ {
+				if !cells[x].mark {
+					free = append(free, x)
+				}
+			}
+			if len(free) == len(num) && free[len(free)-1]-free[0] == len(num)-1 {
+				for i, x := range free {
+					cells[x].r = rune(num[i])
+				}
+			}
+		}
+		c = end
+	}
+}
+
+// cellGlyph is a bucket's glyph and style before marks and owner numbers are drawn over it.
+func (t *timeline) cellGlyph(l *lane, c *tcell) (rune, *lipgloss.Style) {
+	if l.n == 0 { // the lock server
+		switch {
+		case t.a.noLock:
+			return ' ', nil
+		case c.own != 0:
+			return '═', &sLockHeld
+		}
+		return '─', &sLockFree
+	}
+	if c.st == stWait && c.spins >= 2 {
+		return '~', &sCell[stWait]
+	}
+	if c.st == stIdle {
+		return ' ', nil
+	}
+	return glyph[c.st], &sCell[c.st]
+}

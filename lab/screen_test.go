@@ -1,0 +1,220 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// TestLockLineSaysOneReading: owner and TTL come first and the key last, and every part of the
+// line comes from one reading, so it never says "free" beside a value or an owner beside another's.
+func TestLockLineSaysOneReading(t *testing.T) {
+	m := liveArena(t, 4)
+	a := m.ar
+	a.lockKey = "lockstep:1a860bde:lock:product:1001"
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 5}) // the picture moved on
+	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "eeffe9b7bbd03aa1", TTL: 1850 * time.Millisecond, Owner: 3}, at: time.Millisecond})
+	l := a.lockLine(80)
+	if !strings.HasPrefix(l, "LOCK owner buyer 3 · TTL 1.85s left · value \"eeffe9b7bbd03…\" · key lockstep:") || ansi.StringWidth(l) > 80 {
+		t.Errorf("held: %q", l)
+	}
+	a.setLock(lockReading{st: sim.LockState{Held: false, Owner: 3}, at: 2 * time.Millisecond})
+	if l := a.lockLine(100); !strings.Contains(l, "free: buyer 3's lock expired in Redis, and buyer 3 does not know yet") || strings.Contains(l, "value") {
+		t.Errorf("expired: %q", l)
+	}
+	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "old", TTL: time.Second, Owner: 2}, at: time.Millisecond})
+	if l := a.lockLine(100); strings.Contains(l, "old") {
+		t.Errorf("an older reading replaced a newer one: %q", l)
+	}
+	a.setLock(lockReading{st: sim.LockState{}, at: 3 * time.Millisecond})
+	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK free · key") {
+		t.Errorf("free: %q", l)
+	}
+	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "buyer-4", TTL: -1, Owner: 4}, at: 4 * time.Millisecond})
+	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 4 · no TTL: held until deleted") {
+		t.Errorf("no TTL: %q", l)
+	}
+	// A canned run's reading takes its owner from the picture, at the place in the feed it has.
+	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "x", TTL: time.Second}, at: 5 * time.Millisecond, pictureOwner: true})
+	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 5 ·") {
+		t.Errorf("picture's owner: %q", l)
+	}
+}
+
+// TestLockLaneNumbersAreWhole: past 9 buyers the lock lane writes the owner's whole number at the
+// start of each hold, never its last digit.
+func TestLockLaneNumbersAreWhole(t *testing.T) {
+	a := newArena("", sim.DefaultTiming(), 10, "k", true)
+	at := func(b int) time.Duration { return time.Duration(b) * a.res }
+	for _, h := range []struct{ b, n int }{{0, 12}, {5, 3}, {9, 10}} {
+		a.apply(sim.Event{At: at(h.b), Kind: sim.EvAcquired, Buyer: h.n})
+	}
+	a.apply(sim.Event{At: at(14), Kind: sim.EvReleased, Buyer: 10})
+	a.advance(at(16))
+	tl := timeline{a: a}
+	tl.SetSize(40, 12)
+	lock := tl.View()[1]
+	if !strings.HasPrefix(lock, "lock  12═══3═══10════──") {
+		t.Errorf("lock lane %q", lock)
+	}
+}
+
+// TestNamedBuyersAreShown: when not every lane fits, the buyers the verdict names are drawn and
+// the rest are listed, not the first lanes in order.
+func TestNamedBuyersAreShown(t *testing.T) {
+	a := newArena(steps.Contention, sim.DefaultTiming(), -1, "k", true)
+	for n := 1; n <= 8; n++ {
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvStart, Buyer: n})
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: n, Detail: "busy"})
+	}
+	tl := timeline{a: a, keep: namedBuyers("first violation: 7 orders were turned away; first: buyer 8 was turned away", "buyer 6 and buyer 7")}
+	tl.SetSize(80, 4)
+	v := strings.Join(tl.View(), "\n")
+	for _, want := range []string{"\nb6 ", "\nb7 ", "\nb8 ", "5 more buyers not shown (a taller terminal shows them): b1 b2 b3 b4 b5"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// TestFinalMarksStayOnScreen: the last marks of a finished run (the slow scenario's final DEL)
+// spill into columns kept free for them at the right edge, at every width.
+func TestFinalMarksStayOnScreen(t *testing.T) {
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	loadRecorded(t, m)
+	for _, w := range []int{60, 80, 100, 160} {
+		tl := timeline{a: m.ar}
+		tl.SetSize(w, 5)
+		for _, l := range tl.View()[2:4] {
+			if !strings.Contains(l, "SD") {
+				t.Errorf("at %d columns a lane lost its final S D: %q", w, l)
+			}
+		}
+	}
+}
+
+// TestHelpPagesAt80x24: PgDn moves a page, not a line, and the Faults section is reachable.
+func TestHelpPagesAt80x24(t *testing.T) {
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	press(m, "?")
+	first := m.View()
+	press(m, "pgdown")
+	if got := m.helpP.vp.YOffset; got < 15 {
+		t.Fatalf("pgdn scrolled %d lines", got)
+	}
+	for i := 0; i < 5 && !strings.Contains(m.View(), "Faults hit the current holder"); i++ {
+		press(m, "pgdown")
+	}
+	if v := m.View(); !strings.Contains(v, "Faults hit the current holder") || v == first {
+		t.Fatalf("the Faults section is not reachable:\n%s", v)
+	}
+	press(m, "esc", "?")
+	if m.helpP.vp.YOffset != 0 {
+		t.Fatal("help opens where it was left, not at the top")
+	}
+}
+
+// TestHeaderSaysThePaceOneWay: the speed label depends on the width alone, not on the buyers or
+// on what runs.
+func TestHeaderSaysThePaceOneWay(t *testing.T) {
+	for _, w := range []int{80, 100, 160} {
+		m := liveArena(t, 3)
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 30})
+		seen := map[bool]bool{}
+		for _, buyers := range []int{1, 9, 10, 50} {
+			m.buyers = buyers
+			seen[strings.Contains(m.header(w), "slower")] = true
+		}
+		m.ar = newArena(steps.Slow, m.timing(), -1, "k", true)
+		seen[strings.Contains(m.header(w), "slower")] = true
+		if len(seen) != 1 {
+			t.Errorf("at %d columns the header says the pace both ways", w)
+		}
+	}
+	m := liveArena(t, 3)
+	m.buyers = 1
+	if h := m.header(160); !strings.Contains(h, "· 1 buyer") || strings.Contains(h, "1 buyers") {
+		t.Errorf("one buyer: %q", h)
+	}
+}
+
+// TestStepOneCannotFailOver: f on a step that takes no lock says so and arms nothing.
+func TestStepOneCannotFailOver(t *testing.T) {
+	m := liveArena(t, 0)
+	press(m, "f")
+	if m.ar.armed || !strings.Contains(m.msg, "takes no lock") || strings.Contains(m.View(), "armed:") {
+		t.Fatalf("f on step 1: armed %v, msg %q", m.ar.armed, m.msg)
+	}
+}
+
+// TestEscEnterForgetsTheOldStatus: leaving the arena and coming back does not show the last
+// break's status again.
+func TestEscEnterForgetsTheOldStatus(t *testing.T) {
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	loadRecorded(t, m)
+	if !strings.Contains(m.View(), "step 4 broke under slow") {
+		t.Fatal("no status after the break")
+	}
+	press(m, "esc", "enter")
+	if v := m.View(); strings.Contains(v, "broke under") || m.handoff != nil {
+		t.Fatalf("esc enter:\n%s", v)
+	}
+}
+
+// TestCodeCommentsWrapAsComments: a long comment's continuation is a comment, at the pane's width.
+func TestCodeCommentsWrapAsComments(t *testing.T) {
+	line := "    // Locker takes the lock with one SET NX PX holding a random owner token, and deletes it only if"
+	got := wrapCode(line, 60)
+	if len(got) != 2 || !strings.HasPrefix(got[1], "    // ") || ansi.StringWidth(got[0]) > 60 {
+		t.Fatalf("%q", got)
+	}
+	if got := wrapCode(line, 120); len(got) != 1 {
+		t.Fatalf("wrapped at 120: %q", got)
+	}
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 40})
+	press(m, "5", "tab")
+	if v := m.View(); strings.Contains(v, "↪") {
+		t.Errorf("step 5's code wraps at 160 columns:\n%s", v)
+	}
+}
+
+// TestRetiredBuyersAreNamedSo: after - the LOCK line and the lane say a retired buyer is retired.
+func TestRetiredBuyersAreNamedSo(t *testing.T) {
+	m := liveArena(t, 4)
+	a := m.ar
+	a.roster.set(12)
+	a.roster.set(1)
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 12})
+	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "t", TTL: time.Second, Owner: 12}, at: time.Millisecond})
+	if l := a.lockLine(100); !strings.Contains(l, "owner buyer 12 (retired)") {
+		t.Errorf("%q", l)
+	}
+	if a.roster.retired[1] || !a.roster.retired[2] || fmt.Sprint(a.roster.active) != "[1]" {
+		t.Errorf("roster %+v", a.roster)
+	}
+}
+
+// TestLatestViolationIsNotCut: at 80 columns the latest violation's sentence wraps to its end.
+func TestLatestViolationIsNotCut(t *testing.T) {
+	m := liveArena(t, 2)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	a := m.ar
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 2 was turned away while 100 units were on the shelf"})
+	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Stuck,
+		Detail: "the lock is still held by buyer 4, whose process crashed, while 91 units remain: nobody can buy them"})
+	if v := m.View(); !strings.Contains(v, "nobody can buy them") {
+		t.Fatalf("the latest violation is cut:\n%s", v)
+	}
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// session is one arena the lab is watching: live buyers, or a canned scenario.
+type session struct {
+	gen    int
+	env    redisenv.Env
+	live   *sim.Live
+	feed   *feed
+	cancel context.CancelFunc // a canned run
+	ran    chan struct{}      // closed when the canned run returned
+	start  time.Time
+}
+
+// stop ends everything the session started; it may block (orders finishing), so the model runs
+// it in the background.
+func (s *session) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.ran
+	}
+	if s.live != nil {
+		s.live.Stop()
+	}
+	s.env.Close()
+	s.feed.close()
+}
+
+// now is the session's clock, as its events' At count it.
+func (s *session) now() time.Duration {
+	if s.live != nil {
+		return s.live.Arena().Since()
+	}
+	return time.Since(s.start)
+}
+
+// tickMsg moves the picture's clock; the reading it took went into the feed.
+type tickMsg struct{ gen int }
+
+// tick reads the lock every so often (its TTL is Redis's to tell) into the feed, and moves the
+// timeline's clock. A live session's reading is sim's (owner, value and TTL of one moment); a
+// canned run's arena is not the lab's to ask, so its reading is Redis's and the picture's (see
+// lockReading). A finished run is not read: its arena has removed its keys.
+func (m *model) tick() tea.Cmd {
+	s := m.sess
+	if s == nil {
+		return nil
+	}
+	key, adm := s.env.Prefix()+sim.LockName, s.env.Nodes()[0].Admin()
+	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		r := lockReading{at: s.now()}
+		switch {
+		case s.live != nil:
+			r.st = s.live.Arena().Lock(ctx)
+		case s.finished():
+			return tickMsg{gen: s.gen}
+		default:
+			r.pictureOwner = true
+			v, err := adm.Get(ctx, key).Result()
+			if r.st.Held, r.st.Value = err == nil, v; r.st.Held {
+				r.st.TTL, _ = adm.PTTL(ctx, key).Result()
+			}
+		}
+		s.feed.pushLock(r)
+		return tickMsg{gen: s.gen}
+	})
+}
+
+// finished tells whether a canned run has returned.
+func (s *session) finished() bool {
+	select {
+	case <-s.ran:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopSession hands the current session to the background to stop.
+func (m *model) stopSession() {
+	s := m.sess
+	m.sess = nil
+	m.gen++
+	m.paused = false
+	if s == nil {
+		return
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		s.stop()
+	}()
+}
+
+// shutdown stops the session and waits for everything the lab started to end.
+func (m *model) shutdown() {
+	m.stopSession()
+	m.bg.Wait()
+}
+
+// timing is the arena's clock at the lab's speed.
+func (m *model) timing() sim.Timing { return sim.DefaultTiming().Scaled(m.slow) }
+
+// prepareArena sets up the screen's arena for scenario ("" for live buyers) and opens a fresh
+// backend and event feed for it. It returns a nil Env when there is nothing to run: offline, or
+// Redis could not start (m.msg then says why).
+func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (redisenv.Env, *feed) {
+	m.ar = newArena(scenario, t, stock, sim.LockName, true)
+	m.ar.noLock = takesNoLock(m.step())
+	if scenario == "" {
+		m.ar.roster.set(m.buyers)
+	}
+	if m.opt.offline {
+		return nil, nil
+	}
+	env, err := redisenv.Open(m.opt.backend)
+	if err != nil {
+		m.msg = "cannot start Redis: " + err.Error()
+		return nil, nil
+	}
+	m.ar.lockKey, m.ar.canFail = env.Prefix()+sim.LockName, env.Nodes()[0].CanFailover()
+	return env, newFeed(m.gen)
+}
+
+// startLive stops any session and starts live buyers on a fresh backend for the current step.
+func (m *model) startLive() tea.Cmd {
+	m.stopSession()
+	m.handoff = nil
+	t := m.timing()
+	env, f := m.prepareArena("", t, m.opt.stock)
+	if env == nil {
+		return nil
+	}
+	live, err := sim.StartLive(sim.Config{Step: m.step(), Env: env, Timing: t, Stock: m.opt.stock, OnEvent: f.push}, m.buyers)
+	if err != nil {
+		env.Close()
+		m.msg = "cannot start the arena: " + err.Error()
+		return nil
+	}
+	m.sess = &session{gen: m.gen, env: env, live: live, feed: f, start: time.Now()}
+	return tea.Batch(f.next(), m.tick())
+}
+
+// startBreak stops any session and plays the step's breaking scenario on a fresh backend.
+func (m *model) startBreak() tea.Cmd {
+	st := m.step()
+	if st.BreakWith == "" {
+		m.msg = "no canned scenario breaks this step on one Redis"
+		return nil
+	}
+	m.stopSession()
+	m.handoff = nil
+	t := m.timing()
+	m.msg = fmt.Sprintf("breaking %s…", stepName(st))
+	env, f := m.prepareArena(st.BreakWith, t, -1)
+	if env == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{gen: m.gen, env: env, feed: f, cancel: cancel, ran: make(chan struct{}), start: time.Now()}
+	m.sess = s
+	go func() {
+		defer close(s.ran)
+		var rep *sim.Report
+		var err error
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("the scenario panicked: %v\n%s", r, debug.Stack())
+			}
+			f.finish(rep, err)
+		}()
+		rep, err = sim.Run(ctx, sim.Config{Step: st, Env: env, Timing: t, OnEvent: f.push}, st.BreakWith)
+	}()
+	return tea.Batch(f.next(), m.tick())
+}
+
+// feedIn folds a batch of the session's events into the picture and reads the feed again.
+func (m *model) feedIn(msg feedMsg) tea.Cmd {
+	if msg.gen != m.gen || m.ar == nil {
+		return nil
+	}
+	was := m.ar.failedOver
+	for _, it := range msg.items {
+		if it.lock != nil {
+			m.ar.setLock(*it.lock)
+		} else {
+			m.ar.apply(it.ev)
+		}
+	}
+	if !was && m.ar.failedOver && m.ar.scenario == "" {
+		m.msg = "failed over: the primary died before the lock write reached the replica, which is primary now"
+	}
+	m.ar.drops += msg.drops
+	if msg.done {
+		if m.sess != nil && m.sess.cancel != nil {
+			m.finishBreak(msg.rep, msg.err)
+		}
+		return nil
+	}
+	return m.sess.feed.next()
+}
+
+// tickIn moves the picture's clock and judges stuck live.
+func (m *model) tickIn(msg tickMsg) tea.Cmd {
+	if msg.gen != m.gen || m.sess == nil || m.ar == nil {
+		return nil
+	}
+	if !m.ar.done {
+		m.ar.advance(m.sess.now())
+		m.ar.checkStuck()
+	}
+	return m.tick()
+}
+
+// finishBreak takes a canned run's report, and after a break works out the hand-off.
+func (m *model) finishBreak(rep *sim.Report, err error) {
+	m.ar.finish(rep, err)
+	st := m.step()
+	switch {
+	case err != nil:
+		m.msg = "the scenario failed: " + err.Error()
+	case len(rep.Violations) > 0:
+		m.handoff = newHandoff(m.steps, m.cur, st.BreakWith, rep.Violations)
+		m.msg = fmt.Sprintf("%s broke under %s", stepName(st), st.BreakWith)
+	default:
+		m.msg = fmt.Sprintf("%s held under %s this time", stepName(st), st.BreakWith)
+	}
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// timeline draws the arena's lanes: a ruler, the lock server's lane and one lane per buyer, time
+// running left to right up to now. It has no keys of its own yet.
+type timeline struct {
+	a       *arena
+	w, rows int   // columns, and lines for buyer lanes at most
+	keep    []int // buyers to show first when not all fit: those a sentence on screen names
+	buf     []column
+}
+
+// SetSize gives the timeline w columns and rows lines for buyer lanes.
+func (t *timeline) SetSize(w, rows int) { t.w, t.rows = w, rows }
+
+const (
+	labelW  = 6
+	statusW = 11
+)
+
+// View is the ruler, the lock lane and the buyer lanes that fit in rows lines. When not all fit,
+// the last line says how many are left out, and the lanes shown are the ones that matter: the
+// buyers in keep, the lock's owner, the buyers doing something, in that order.
+func (t *timeline) View() []string {
+	a := t.a
+	cols := min(max(t.w-labelW-statusW, 10), ringN)
+	nowB := a.bucket(a.now)
+	lanes, hidden := t.pick(nowB - int64(cols) + 1)
+	// Marks made at the last instant spill past now: leave them the columns they need.
+	tail := spillPast(a.lock, nowB)
+	for _, l := range lanes {
+		tail = max(tail, spillPast(l, nowB))
+	}
+	first := max(0, nowB+int64(tail)-int64(cols)+1)
+	out := []string{t.ruler(first, cols)}
+	// The lock lane's status says what the LOCK line says: the latest reading, while there is one.
+	owner, held := a.owner, a.owner != 0
+	if a.read && !a.done {
+		owner, held = a.lk.st.Owner, a.lk.st.Held
+	}
+	lockStatus := "free"
+	switch {
+	case a.noLock:
+		lockStatus = "no lock"
+	case held && owner != 0:
+		lockStatus = fmt.Sprintf("buyer %d", owner)
+	case held:
+		lockStatus = "held"
+	}
+	out = append(out, t.laneLine(a.lock, "lock", first, nowB, cols, lockStatus))
+	for _, l := range lanes {
+		out = append(out, t.laneLine(l, fmt.Sprintf("b%d", l.n), first, nowB, cols, t.laneStatus(l, nowB)))
+	}
+	if len(hidden) > 0 {
+		names := make([]string, len(hidden))
+		for i, l := range hidden {
+			names[i] = fmt.Sprintf("b%d", l.n)
+		}
+		what := "1 more buyer"
+		if len(hidden) > 1 {
+			what = fmt.Sprintf("%d more buyers", len(hidden))
+		}
+		out = append(out, sDim.Render(fmt.Sprintf("      … %s not shown (a taller terminal shows them): %s", what, strings.Join(names, " "))))
+	}
+	return out
+}
+
+// pick chooses the buyer lanes to draw, in number order, and those left out.
+func (t *timeline) pick(from int64) (shown, hidden []*lane) {
+	a := t.a
+	if len(a.lanes) <= t.rows {
+		return a.lanes, nil
+	}
+	if t.rows <= 0 {
+		return nil, nil
+	}
+	nowB := a.bucket(a.now)
+	score := func(l *lane) int {
+		switch {
+		case slices.Contains(t.keep, l.n):
+			return 4
+		case l.n == a.owner || (a.read && l.n == a.lk.st.Owner):
+			return 3
+		case l.state() != stIdle:
+			return 2
+		case t.active(l, from, nowB):
+			return 1
+		}
+		return 0
+	}
+	order := slices.Clone(a.lanes)
+	slices.SortStableFunc(order, func(x, y *lane) int { return score(y) - score(x) })
+	shown, hidden = order[:t.rows-1], order[t.rows-1:]
+	byN := func(x, y *lane) int { return x.n - y.n }
+	slices.SortFunc(shown, byN)
+	slices.SortFunc(hidden, byN)
+	return shown, hidden
+}
+
+// spillPast is how many marks of lane l's last buckets still wait for a column after now.
+func spillPast(l *lane, nowB int64) int {
+	ns := 0
+	for b := max(0, nowB-8); b <= nowB; b++ {
+		n := 0
+		if c := l.at(b); c != nil {
+			for _, mk := range c.marks {
+				if mk != 0 {
+					n++
+				}
+			}
+		}
+		ns = max(0, ns+n-1)
+	}
+	return ns
+}
+
+// active tells whether lane l has anything but idle cells between buckets from and to.
+func (t *timeline) active(l *lane, from, to int64) bool {
+	if l.state() != stIdle {
+		return true
+	}
+	for b := max(from, to-ringN+1, 0); b <= to; b++ {
+		if c := l.at(b); c != nil && (c.st != stIdle || c.marks[0] != 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// laneStatus is what a buyer does now, in words, after its lane.
+func (t *timeline) laneStatus(l *lane, nowB int64) string {
+	st := l.state()
+	switch {
+	case st == stOverlap:
+		return sBad.Render("▓ OVERLAP")
+	case st == stWait:
+		if c := l.at(nowB); (c != nil && c.spins >= 2) || spinning(l, nowB) {
+			return sCell[stWait].Render("~ spinning")
+		}
+	case st == stIdle && t.a.roster.retired[l.n]:
+		return sDim.Render("  retired")
+	}
+	return sCell[st].Render(string(glyph[st]) + " " + [...]string{"idle", "waiting", "holds", "inside", "OVERLAP", "frozen", "crashed"}[st])
+}
+
+func spinning(l *lane, nowB int64) bool {
+	if c := l.at(nowB - 1); c != nil && c.spins >= 2 {
+		return true
+	}
+	return false
+}
+
+// ruler marks every TTL of the time shown.
+func (t *timeline) ruler(first int64, cols int) string {
+	a := t.a
+	ttlCols := max(int64(a.timing.TTL/a.res), 1)
+	buf := []rune(strings.Repeat(" ", cols))
+	for c := 0; c < cols; c++ {
+		b := first + int64(c)
+		if b%ttlCols == 0 {
+			buf[c] = '┊'
+			lbl := []rune(fmtSec(time.Duration(b) * a.res))
+			if c+len(lbl) >= cols {
+				continue
+			}
+			for j, r := range lbl {
+				if c+1+j < cols {
+					buf[c+1+j] = r
+				}
+			}
+			c += len(lbl)
+		}
+	}
+	return sDim.Render(fmt.Sprintf("%-*s%s", labelW, "time", string(buf)))
+}
+
+func fmtSec(d time.Duration) string {
+	s := fmt.Sprintf("%.1f", d.Seconds())
+	s = strings.TrimSuffix(s, ".0")
+	return s + "s"
+}
