@@ -104,9 +104,10 @@ func (a *Arena) Since() time.Duration { return time.Since(a.start) }
 // lock's TTL.
 func (a *Arena) unlockFreeze() time.Duration { return a.t.TTL * 9 / 5 }
 
-// beat is how long a staged fault lasts once its counterpart has acted: long enough for the
-// overlap it was staged for to be seen, short against the counterpart's own lease.
-func (a *Arena) beat() time.Duration { return a.t.TTL / 4 }
+// beat is how long a staged fault lasts once its counterpart has acted: one Work, long enough
+// for the overlap it was staged for to be seen, short against the counterpart's own lease (whose
+// expiry is the one clock no staging can hold).
+func (a *Arena) beat() time.Duration { return a.t.Work }
 
 // holdCap is the longest a held buyer stays inside past its work, waiting for its counterpart.
 func (a *Arena) holdCap() time.Duration { return 2 * a.t.TTL }

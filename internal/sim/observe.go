@@ -111,6 +111,16 @@ func (a *Arena) judge(e *nodeEye, p *process, cmds []redis.Cmder, c *call, ch re
 		a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the lock on %s changed between two commands, by something the referee did not see (a client outside the buyers' processes?)", e.node.Name()))
 	}
 	e.val = ch.Before
+	if e.i == 0 {
+		// The idle clock runs from the lock vanishing to a lock appearing, in the node's order.
+		now := a.Since()
+		if ch.Expired.Exists || (ch.Before.Exists && !ch.After.Exists) {
+			a.ref.waits.freed(now)
+		}
+		if ch.After.Exists && !ch.Before.Exists {
+			a.ref.waits.taken(now)
+		}
+	}
 	b, af := ch.Before, ch.After
 	if b == af {
 		if b.Exists && e.owner() != p.n && c != nil && c.kind == lockCall {
@@ -193,6 +203,9 @@ func (a *Arena) failover(e *nodeEye) {
 	}
 	if e.val.Exists && v != e.val {
 		a.emit(Event{Kind: EvLost, Other: e.owner(), Node: e.i})
+		if e.i == 0 && !v.Exists {
+			a.ref.waits.freed(a.Since())
+		}
 	}
 	e.val = v
 }

@@ -275,11 +275,7 @@ func oversoldSentence(confirmed, left int) string {
 	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
 }
 
-// released ends o's hold, if it had one: its last Unlock began, or it ended or died holding.
+// released ends o's hold, if it had one: its last Unlock returned, or it ended or died holding.
 func (r *referee) released(a *Arena, o *order) {
-	if o.holds == 0 {
-		return
-	}
 	o.holds = 0
-	r.waits.released(a.Since())
 }

@@ -76,8 +76,11 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		first.witness, first.witnessCap = 2, 4*T
 		p.buyers = []buyerPlan{first, held(W + 13*T/10)}
 	case steps.Reentrant:
+		// The lease is 4 × TTL: the holder's work, nested call and wait for the second buyer
+		// never outlive it, so reentrant judges reentry (and, without a lock, overlap) alone.
 		first := one(FaultReentrant)
 		first.holdBy, first.until = 2, settled
+		p.ttlX = 4
 		p.buyers = []buyerPlan{first, later(T / 10), later(T / 5)}
 	case steps.Failover:
 		// The holder stays inside until the second buyer, on the promoted replica, is inside

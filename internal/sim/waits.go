@@ -7,23 +7,23 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
-// waits is what the referee knows of buyers waiting for the lock, from the Lock calls it saw pass:
-// who was passed over while waiting (starved), and how long the lock sat free while someone
-// waited for it (idle). A hold is an order's time from a Lock call that answered true to the
-// return of its last Unlock (or its end).
+// waits is what the referee knows of buyers waiting for the lock: who was passed over while
+// waiting inside Lock (starved), from the Lock calls it saw pass, and how long the lock sat free
+// while someone waited for it (idle), from the lock on the first node.
 //
-// Idle is the gaps between a release and the next acquisition by a buyer that had been waiting
-// inside Lock since before that release, as a share of the time from the first release to the
-// last. A waiter asleep in a back-off makes those gaps long; a spinner or a woken subscriber makes
-// them a round trip or two; a buyer refused at once never waits across a release, so a lock that
-// does not wait is never idle.
+// Idle is the gaps from the moment the lock key vanished (released, expired, lost) to the moment
+// one appeared again, counted when a buyer had been waiting inside Lock since before it vanished,
+// as a share of the time from the first vanishing to the last. Both ends are read by the watcher
+// in the node's own order of commands. A waiter asleep in a back-off makes those gaps long; a
+// spinner or a woken subscriber makes them a round trip or two; a buyer refused at once never
+// waits across a release, so a lock that does not wait is never idle.
 type waits struct {
-	calls        map[*call]*waiting // Lock calls under way
-	held         int                // orders holding the lock now
-	firstRelease time.Duration      // -1 before any
-	lastRelease  time.Duration      // -1 before any
-	idle         time.Duration
-	starved      []Starve
+	calls     map[*call]*waiting // Lock calls under way
+	freedAt   time.Duration      // when the lock key vanished; -1 while it exists
+	firstFree time.Duration      // -1 before any
+	lastFree  time.Duration
+	idle      time.Duration
+	starved   []Starve
 }
 
 // waiting is a Lock call under way: how many acquisitions by later askers it has seen, and its
@@ -41,15 +41,15 @@ type Starve struct {
 }
 
 func newWaits() waits {
-	return waits{calls: map[*call]*waiting{}, firstRelease: -1, lastRelease: -1}
+	return waits{calls: map[*call]*waiting{}, freedAt: -1, firstFree: -1}
 }
 
 func (w *waits) began(c *call) {
 	w.calls[c] = &waiting{starve: -1}
 }
 
-// acquired ends Lock call c, which got the lock: every buyer that asked before it and is still
-// waiting has been passed over once more.
+// acquired ends Lock call c, which got the lock: if it is the order's first hold, every buyer
+// that asked before it and is still waiting has been passed over once more.
 func (r *referee) acquired(a *Arena, c *call, first bool) {
 	w := &r.waits
 	now := a.Since()
@@ -57,10 +57,6 @@ func (r *referee) acquired(a *Arena, c *call, first bool) {
 	if !first {
 		return
 	}
-	if w.held == 0 && w.lastRelease >= 0 && c.began < w.lastRelease {
-		w.idle += now - w.lastRelease
-	}
-	w.held++
 	for x, wt := range w.calls {
 		if x.began >= c.began || x.p == c.p {
 			continue
@@ -82,22 +78,36 @@ func (w *waits) refused(c *call) {
 	delete(w.calls, c)
 }
 
-func (w *waits) released(now time.Duration) {
-	if w.held > 0 {
-		w.held--
-	}
-	if w.held > 0 {
+// freed notes that the lock key vanished at now.
+func (w *waits) freed(now time.Duration) {
+	if w.freedAt >= 0 {
 		return
 	}
-	if w.firstRelease < 0 {
-		w.firstRelease = now
+	w.freedAt = now
+	if w.firstFree < 0 {
+		w.firstFree = now
 	}
-	w.lastRelease = now
+	w.lastFree = now
 }
 
-// idleShare is the idle gaps' share of the time from the first release to the last.
+// taken notes that a lock key appeared at now: the gap since it vanished was idle if a buyer had
+// been waiting inside Lock since before it vanished.
+func (w *waits) taken(now time.Duration) {
+	if w.freedAt < 0 {
+		return
+	}
+	for c := range w.calls {
+		if c.began < w.freedAt {
+			w.idle += now - w.freedAt
+			break
+		}
+	}
+	w.freedAt = -1
+}
+
+// idleShare is the idle gaps' share of the time from the first vanishing to the last.
 func (w *waits) idleShare() float64 {
-	if span := w.lastRelease - w.firstRelease; span > 0 {
+	if span := w.lastFree - w.firstFree; span > 0 {
 		return float64(w.idle) / float64(span)
 	}
 	return 0
