@@ -89,7 +89,10 @@ var (
 // read the same descriptor.
 type Step struct {
 	Slug    string // "04_atomic_ttl": the folder name, used in reports and -step flags
-	Number  int    // 4
+	Number  int    // 4; 0 for a side road
+	Base    string // the slug of the step this one grows from (its code pane diffs against it); "" for the first
+	Side    bool   // a side road beside the numbered line, not a step of it (the GETSET lock)
+	NoLock  bool   // the step takes no lock at all: faults aimed at a lock holder have nothing to act on
 	Title   string // "SET NX PX: lock and TTL in one command"
 	Claim   string // the one-line promise this step makes
 	Article string // the article section it ports

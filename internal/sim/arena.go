@@ -45,6 +45,7 @@ type Arena struct {
 	procs    []*process
 	nextID   int    // the last order id handed out
 	timedOut string // why a scripted run did not finish, if it did not
+	asked    int64  // lock calls that have sent a first command, in the nodes' order
 	ref      referee
 }
 

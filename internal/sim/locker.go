@@ -43,7 +43,17 @@ type call struct {
 	p     *process
 	o     *order // nil when the call's context carried no order and the process had several
 	began time.Duration
+	asked int64  // the order in which its first lock command reached a lock node, 0 before
 	wrote []bool // per lock node: a command of this call created or replaced the lock there
+}
+
+// before reports whether c asked for the lock before x did: by the order their first commands
+// reached the lock nodes, or, for a call that sent none, by when it began.
+func (c *call) before(x *call) bool {
+	if c.asked != 0 && x.asked != 0 {
+		return c.asked < x.asked
+	}
+	return c.began < x.began
 }
 
 // order is the k of the call's order, 0 if none.

@@ -82,6 +82,10 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 		err = send()
 	})
 	a.mu.Lock()
+	if c != nil && c.asked == 0 {
+		a.asked++
+		c.asked = a.asked
+	}
 	if werr != nil {
 		if _, never := e.w.(blindWatcher); !never {
 			a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the referee could not see what a command did to the lock on %s: %v", e.node.Name(), werr))

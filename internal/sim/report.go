@@ -233,11 +233,25 @@ func (rep *Report) Text() string {
 	for _, e := range rep.ReentryFailures {
 		fmt.Fprintf(&b, "  reentry failed: %s\n", e)
 	}
-	for _, s := range rep.Starvations {
-		fmt.Fprintf(&b, "  starved: %s\n", s)
+	judged := func(k steps.Kind) bool {
+		return rep.Scenario == "" || slices.Contains(steps.Judges[steps.Scenario(rep.Scenario)], k)
 	}
-	if rep.IdleShare > 0 {
-		fmt.Fprintf(&b, "  the lock sat free for %.1f%% of the time while buyers waited for it\n", 100*rep.IdleShare)
+	if judged(steps.Starved) {
+		for _, s := range rep.Starvations {
+			fmt.Fprintf(&b, "  starved: %s\n", s)
+		}
+	}
+	if judged(steps.Idle) {
+		fmt.Fprintf(&b, "  the lock sat free for %.1f%% of the time while buyers waited for it (limit %.0f%%)\n", 100*rep.IdleShare, 100*steps.IdleLimit)
+	}
+	var also []steps.Kind
+	for _, k := range rep.Found {
+		if !judged(k) {
+			also = append(also, k)
+		}
+	}
+	if len(also) > 0 {
+		fmt.Fprintf(&b, "  also seen, not judged by %s: %s\n", rep.Scenario, joinKinds(also))
 	}
 	if rep.TimedOut != "" {
 		fmt.Fprintf(&b, "  timed out: %s\n", rep.TimedOut)

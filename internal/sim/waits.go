@@ -58,7 +58,7 @@ func (r *referee) acquired(a *Arena, c *call, first bool) {
 		return
 	}
 	for x, wt := range w.calls {
-		if x.began >= c.began || x.p == c.p {
+		if !x.before(c) || x.p == c.p {
 			continue
 		}
 		wt.passed++

@@ -17,6 +17,11 @@ import (
 	spin "github.com/lockstep-lab/lockstep/steps/07_spin"
 	watchdog "github.com/lockstep-lab/lockstep/steps/08_watchdog"
 	luaunlock "github.com/lockstep-lab/lockstep/steps/09_lua_unlock"
+	retry "github.com/lockstep-lab/lockstep/steps/10_retry_jitter"
+	hashowner "github.com/lockstep-lab/lockstep/steps/11_hash_owner"
+	leaseguard "github.com/lockstep-lab/lockstep/steps/12_lease_guard"
+	pubsub "github.com/lockstep-lab/lockstep/steps/13_pubsub"
+	fair "github.com/lockstep-lab/lockstep/steps/14_fair"
 
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -38,7 +43,7 @@ var (
 // Steps lists every step in order.
 var Steps = []*steps.Step{
 	{
-		Slug: "01_naive", Number: 1,
+		Slug: "01_naive", Number: 1, NoLock: true,
 		Title:     "No lock: GET stock, SET stock-1",
 		Claim:     "The order endpoint reads the stock and writes it back, one unit less.",
 		Article:   "000 — 代码复现 (the overselling submitOrder)",
@@ -59,7 +64,7 @@ var Steps = []*steps.Step{
 		},
 	},
 	{
-		Slug: "02_setnx", Number: 2,
+		Slug: "02_setnx", Number: 2, Base: "01_naive",
 		Title:     "SETNX lock, DEL at the end",
 		Claim:     "Only the buyer whose SETNX succeeds may sell; the others are refused.",
 		Article:   "000 — 引入分布式锁 (submitOrderV1)",
@@ -78,7 +83,7 @@ var Steps = []*steps.Step{
 		},
 	},
 	{
-		Slug: "03_finally", Number: 3,
+		Slug: "03_finally", Number: 3, Base: "02_setnx",
 		Title:     "Unlock in a defer (try/finally)",
 		Claim:     "Whatever happens in the handler, the lock is deleted on the way out.",
 		Article:   "000 — 引入try-finally代码块 (submitOrderV2)",
@@ -96,7 +101,7 @@ var Steps = []*steps.Step{
 		},
 	},
 	{
-		Slug: "04_atomic_ttl", Number: 4,
+		Slug: "04_atomic_ttl", Number: 4, Base: "03_finally",
 		Title:     "SET NX PX: lock and TTL in one command",
 		Claim:     "The lock expires on its own, so a dead holder cannot block the shop forever.",
 		Article:   "000 — 引入Redis超时机制, 加锁操作原子化, 抽取公共组件 (v3, v4, tryLock/releaseLock)",
@@ -117,7 +122,7 @@ var Steps = []*steps.Step{
 		},
 	},
 	{
-		Slug: "05_owner", Number: 5,
+		Slug: "05_owner", Number: 5, Base: "04_atomic_ttl",
 		Title:     "Owner token: only the holder deletes",
 		Claim:     "The lock stores a random owner token; Unlock deletes only its own lock.",
 		Article:   "000 — 实现加锁和解锁归一体化 (ThreadLocal owner)",
@@ -138,7 +143,7 @@ var Steps = []*steps.Step{
 		},
 	},
 	{
-		Slug: "06_reentrant", Number: 6,
+		Slug: "06_reentrant", Number: 6, Base: "05_owner",
 		Title:     "Reentrant: count the holder's own holds",
 		Claim:     "A holder may take its own lock again (service A → service B); the last Unlock frees it.",
 		Article:   "000 — 可重入性分析, 解决可重入性问题 (ThreadLocal counter)",
@@ -159,7 +164,7 @@ var Steps = []*steps.Step{
 		},
 	},
 	{
-		Slug: "07_spin", Number: 7,
+		Slug: "07_spin", Number: 7, Base: "06_reentrant",
 		Title:     "Blocking by spinning",
 		Claim:     "A buyer who finds the lock taken retries until it gets it: no order is refused.",
 		Article:   "000 — 实现锁的阻塞性 (for(;;) setIfAbsent)",
@@ -181,7 +186,7 @@ var Steps = []*steps.Step{
 		},
 	},
 	{
-		Slug: "08_watchdog", Number: 8,
+		Slug: "08_watchdog", Number: 8, Base: "07_spin",
 		Title:     "Watchdog: renew the TTL while holding",
 		Claim:     "While the holder works, a watchdog pushes the TTL ahead, so a slow holder keeps its lock.",
 		Article:   "000 — 解决锁失效问题 (UpdateLockTimeTask); 003 — watchdog renewal",
@@ -202,7 +207,7 @@ var Steps = []*steps.Step{
 		},
 	},
 	{
-		Slug: "09_lua_unlock", Number: 9,
+		Slug: "09_lua_unlock", Number: 9, Base: "08_watchdog",
 		Title:     "Atomic unlock in Lua",
 		Claim:     "Unlock compares the owner and deletes in one Lua script: it can never delete another's lock.",
 		Article:   "000 — 解锁操作原子化 (LUA_UN_LOCK); 001 — Lua unlock",
@@ -219,6 +224,96 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
+		},
+	},
+	{
+		Slug: "10_retry_jitter", Number: 10, Base: "09_lua_unlock",
+		Title:     "Retry with a random back-off",
+		Claim:     "A buyer who finds the lock taken waits a pause with jitter and tries again, for a bounded time: no flood.",
+		Article:   "002 — lockAndRetry (fixed + random sleep, bounded retries); 001 — the retry loop",
+		Fixes:     "Waiters no longer flood Redis: each tries once per pause, and gives up after 10 leases.",
+		Breaks:    "A waiter asleep in its pause does not see the lock come free: the lock sits idle while buyers wait. And the hold count is per process.",
+		Hint:      "Run the load scenario and watch the gaps between holders; or start a second request in the holder's process.",
+		Lesson:    "Back-off cures the flood by not asking — so nobody is asking when the lock comes free. The lock idles for half a pause on average after every release. Waking a waiter at the release needs Redis to tell it (pub/sub). And a count kept per process lets a second request of the same server straight in: ownership must follow the request.",
+		BreakWith: steps.Load,
+		New:       retry.New, Order: retry.Order, Source: retry.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:       {overlap, oversold},
+			steps.Failover:    {overlap, oversold},
+			steps.Load:        {idle},
+			steps.Partition:   {overlap, oversold},
+			steps.TwoRequests: {overlap, oversold},
+			steps.Greedy:      {starved},
+		},
+	},
+	{
+		Slug: "11_hash_owner", Number: 11, Base: "10_retry_jitter",
+		Title:     "Hash lock, owned by the request",
+		Claim:     "The lock is a hash of owner → holds, kept by Lua that checks the owner; the owner is the request, not the process.",
+		Article:   "002 — lock.lua / unlock.lua (hsetnx owner + count); 003 — Redisson's hash lock",
+		Fixes:     "A second request of the same process no longer walks in: it is another owner and waits. Renewal checks the owner.",
+		Breaks:    "The watchdog renews blindly on: a holder cut off from Redis keeps working while its lease runs out, then writes.",
+		Hint:      "Cut the holder off from the lock server inside its work (partition).",
+		Lesson:    "Ownership now follows the request, and every script checks it. But the holder still cannot tell that its lease ran out: its renewals fail in silence and it writes anyway. A lock whose lease can be lost must tell its holder to stop.",
+		BreakWith: steps.Partition,
+		New:       hashowner.New, Order: hashowner.Order, Source: hashowner.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:     {overlap, oversold},
+			steps.Failover:  {overlap, oversold},
+			steps.Load:      {idle},
+			steps.Partition: {overlap, oversold},
+			steps.Greedy:    {starved},
+		},
+	},
+	{
+		Slug: "12_lease_guard", Number: 12, Base: "11_hash_owner",
+		Title:     "A lease guard that stops the work",
+		Claim:     "When the holder can no longer prove its lease, its request's context ends, and the order does not write.",
+		Article:   "001/002/003 name the problem; the answer is bsm/redislock's and rueidislock's lease context",
+		Fixes:     "A holder cut off from Redis stops before its lease could have run out, instead of writing after another got in.",
+		Breaks:    "A stop-the-world pause after the last check: the write is already on its way, and no check inside the process can stop it.",
+		Hint:      "Pause the holder just before its stock write leaves.",
+		Lesson:    "The guard stops a holder that is alive enough to notice. A process frozen between its last check and its write (a GC pause, a VM stall) notices nothing: the write lands after its lease, beside the next holder's. No lock can prevent that; the resource must refuse the stale write (fencing tokens).",
+		BreakWith: steps.Pause,
+		New:       leaseguard.New, Order: leaseguard.Order, Source: leaseguard.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:    {overlap, oversold},
+			steps.Failover: {overlap, oversold},
+			steps.Load:     {idle},
+			steps.Greedy:   {starved},
+		},
+	},
+	{
+		Slug: "13_pubsub", Number: 13, Base: "12_lease_guard",
+		Title:     "Wait for the release on pub/sub",
+		Claim:     "A waiter sleeps until the unlock publishes the release, or the lease could have run out: no polling, no idle lock.",
+		Article:   "002 — closing notes (polling wastes work: use publish/subscribe); 003 — Redisson's release channel",
+		Fixes:     "The lock no longer sits free while waiters sleep: the release wakes them at once, and a lost message costs at most one lease.",
+		Breaks:    "Every release wakes every waiter and the quickest wins: a buyer that asks again at once can pass the others for ever.",
+		Hint:      "Let one buyer order again the instant it is done (greedy).",
+		Lesson:    "A broadcast wake-up is not a queue. Each release starts a race, the process that asks first wins, and a waiter can lose every race while later askers win. Fairness needs the lock to remember who asked first.",
+		BreakWith: steps.Greedy,
+		New:       pubsub.New, Order: pubsub.Order, Source: pubsub.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:    {overlap, oversold},
+			steps.Failover: {overlap, oversold},
+			steps.Greedy:   {starved},
+		},
+	},
+	{
+		Slug: "14_fair", Number: 14, Base: "13_pubsub",
+		Title:     "A fair lock: a line of waiters",
+		Claim:     "Waiters queue in Redis in the order they asked; the release tells the first in line, and only it.",
+		Article:   "002 — closing notes (the lock is not fair: use a queue); Redisson's RFairLock",
+		Fixes:     "No waiter is passed over: a buyer that asks again at once joins the end of the line. One waiter wakes per release, not all.",
+		Breaks:    "Still one Redis and a lease: a stop-the-world pause past the lease, or a failover to a replica that never saw the lock, lets two in.",
+		Hint:      "Pause the holder just before its stock write leaves.",
+		Lesson:    "Fairness and a quiet hand-off make a good lock on one Redis — and none of it helps a holder that is paused after its last check, or a lock the replica never saw. What remains is for the resource to refuse the stale write, and for the lock to live on more than one node.",
+		BreakWith: steps.Pause,
+		New:       fair.New, Order: fair.Order, Source: fair.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:    {overlap, oversold},
+			steps.Failover: {overlap, oversold},
 		},
 	},
 }
