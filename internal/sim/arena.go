@@ -23,6 +23,10 @@ type Config struct {
 	// goroutines, often with the referee's lock held: it must be safe for concurrent use and
 	// return at once (hand the event to a queue). Events of one buyer arrive in order.
 	OnEvent func(Event)
+	// OnArena, when set, is given a scripted run's arena before its first buyer starts, so a
+	// viewer can read the lock (Arena.Lock) from the same reading the referee uses. It must not
+	// keep the arena past the run.
+	OnArena func(*Arena)
 }
 
 // Arena is one run of one step: the shop's stock, the buyers' processes and the referee that sees

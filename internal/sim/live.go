@@ -47,6 +47,17 @@ func StartLive(cfg Config, buyers int) (*Live, error) {
 // Arena is the session's arena.
 func (l *Live) Arena() *Arena { return l.a }
 
+// Active lists the buyers still ordering, by number (a retired buyer is not among them).
+func (l *Live) Active() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ns := make([]int, len(l.active))
+	for i, b := range l.active {
+		ns[i] = b.p.n
+	}
+	return ns
+}
+
 // Buyers is how many buyers are ordering.
 func (l *Live) Buyers() int {
 	l.mu.Lock()

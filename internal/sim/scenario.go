@@ -144,6 +144,9 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		return nil, err
 	}
 	defer a.Close()
+	if cfg.OnArena != nil {
+		cfg.OnArena(a)
+	}
 	rctx, cancel := context.WithTimeout(ctx, pl.deadline)
 	defer cancel()
 	if pl.failover {
