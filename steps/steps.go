@@ -93,6 +93,7 @@ type Step struct {
 	Base    string // the slug of the step this one grows from (its code pane diffs against it); "" for the first
 	Side    bool   // a side road beside the numbered line, not a step of it (the GETSET lock)
 	NoLock  bool   // the step takes no lock at all: faults aimed at a lock holder have nothing to act on
+	Nodes   int    // the lock nodes it needs: 3 for a quorum lock; 0 means 1
 	Title   string // "SET NX PX: lock and TTL in one command"
 	Claim   string // the one-line promise this step makes
 	Article string // the article section it ports
