@@ -70,6 +70,10 @@ type Proc struct {
 	// Ctx is the process's lifetime: it ends when the process dies. A timer of the process (a
 	// lease's renewal) should stop with it, as a dead process's would.
 	Ctx context.Context
+	// Now is the process's wall clock. Hazard: it can be wrong (the clock-skew scenario runs one
+	// process's ahead); a lock that compares times of different clients trusts every clock.
+	// Elapsed time belongs on the monotonic clock (time.Since), which no skew touches.
+	Now func() time.Time
 }
 
 // Errors a step's handler or Locker returns. They all start with "steps:".

@@ -214,6 +214,46 @@ func (a *Arena) failover(e *nodeEye) {
 	e.val = v
 }
 
+// Restart restarts lock node i without persistence: it forgets every key, the lock with them.
+func (a *Arena) Restart(i int) error {
+	if i < 0 || i >= len(a.nodes) {
+		return fmt.Errorf("sim: there is no lock node %d", i+1)
+	}
+	e := a.nodes[i]
+	e.turn.Lock()
+	defer e.turn.Unlock()
+	ctx := context.Background()
+	if err := e.node.Restart(ctx); err != nil {
+		a.emit(Event{Kind: EvRestart, Node: i, Detail: "failed: " + err.Error()})
+		return err
+	}
+	v, err := e.w.Resync(ctx)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.emit(Event{Kind: EvRestart, Node: i, Detail: e.node.Name() + " restarted without persistence: it forgot every key"})
+	if err != nil {
+		a.ref.blind(steps.ForeignRelease, "after the restart the referee cannot see the lock: "+err.Error())
+		return nil
+	}
+	if e.val.Exists && v != e.val {
+		a.emit(Event{Kind: EvLost, Other: e.owner(), Node: e.i})
+		if e.i == 0 && !v.Exists {
+			a.ref.waits.freed(a.Since())
+		}
+	}
+	e.val = v
+	return nil
+}
+
+// ArmFailover makes the next lock write on node i skip the replica, and fails over right after
+// it.
+func (a *Arena) ArmFailover(i int) error {
+	if i < 0 || i >= len(a.nodes) {
+		return fmt.Errorf("sim: there is no lock node %d", i+1)
+	}
+	return a.armFailover(i)
+}
+
 // armFailover makes the next lock write on node i skip the replica, and fails over right after it.
 func (a *Arena) armFailover(i int) error {
 	e := a.nodes[i]
@@ -245,7 +285,7 @@ func (a *Arena) callBegan(p *process, ctx context.Context, kind callKind) *call 
 }
 
 // lockReturned records what a Lock call answered. A call that got the lock without writing it
-// itself was handed it: the value written for it during the call is its own.
+// anywhere itself was handed it: the value written for it during the call is its own.
 func (a *Arena) lockReturned(c *call, ok bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -256,8 +296,14 @@ func (a *Arena) lockReturned(c *call, ok bool, err error) {
 		}
 		return
 	}
+	wroteAny := false
+	for _, w := range c.wrote {
+		wroteAny = wroteAny || w
+	}
 	for _, e := range a.nodes {
-		if !c.wrote[e.i] && e.val.Exists && e.since >= c.began && e.owner() != c.p.n {
+		// Only a call that wrote the lock nowhere was handed it; one that wrote on some nodes
+		// (a quorum) holds those, and another's value on the rest stays another's.
+		if !wroteAny && e.val.Exists && e.since >= c.began && e.owner() != c.p.n {
 			e.owners[e.val.Print] = c.p.n
 			if c.p.n != 0 {
 				a.emit(Event{Kind: EvAcquired, Buyer: c.p.n, Node: e.i, Detail: "handed over"})

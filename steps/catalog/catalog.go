@@ -22,6 +22,7 @@ import (
 	leaseguard "github.com/lockstep-lab/lockstep/steps/12_lease_guard"
 	pubsub "github.com/lockstep-lab/lockstep/steps/13_pubsub"
 	fair "github.com/lockstep-lab/lockstep/steps/14_fair"
+	redlock "github.com/lockstep-lab/lockstep/steps/15_redlock"
 
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -61,6 +62,8 @@ var Steps = []*steps.Step{
 			steps.Failover:    {overlap, oversold},
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
+			steps.Restart:     {overlap, oversold},
+			steps.ClockSkew:   {overlap, oversold},
 		},
 	},
 	{
@@ -80,6 +83,7 @@ var Steps = []*steps.Step{
 			steps.Crash:      {stuck},
 			steps.Reentrant:  {reentry},
 			steps.Failover:   {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
 		},
 	},
 	{
@@ -98,6 +102,7 @@ var Steps = []*steps.Step{
 			steps.Crash:      {stuck},
 			steps.Reentrant:  {reentry},
 			steps.Failover:   {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
 		},
 	},
 	{
@@ -119,6 +124,7 @@ var Steps = []*steps.Step{
 			steps.Pause:      {overlap, oversold},
 			steps.Failover:   {overlap, oversold},
 			steps.Partition:  {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
 		},
 	},
 	{
@@ -140,6 +146,7 @@ var Steps = []*steps.Step{
 			steps.Pause:      {overlap, oversold},
 			steps.Failover:   {overlap, oversold},
 			steps.Partition:  {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
 		},
 	},
 	{
@@ -161,6 +168,7 @@ var Steps = []*steps.Step{
 			steps.Failover:    {overlap, oversold},
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -183,6 +191,7 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -204,6 +213,7 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -224,6 +234,7 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -244,6 +255,7 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -263,6 +275,7 @@ var Steps = []*steps.Step{
 			steps.Load:      {idle},
 			steps.Partition: {overlap, oversold},
 			steps.Greedy:    {starved},
+			steps.Restart:   {overlap, oversold},
 		},
 	},
 	{
@@ -281,6 +294,7 @@ var Steps = []*steps.Step{
 			steps.Failover: {overlap, oversold},
 			steps.Load:     {idle},
 			steps.Greedy:   {starved},
+			steps.Restart:  {overlap, oversold},
 		},
 	},
 	{
@@ -298,6 +312,7 @@ var Steps = []*steps.Step{
 			steps.Pause:    {overlap, oversold},
 			steps.Failover: {overlap, oversold},
 			steps.Greedy:   {starved},
+			steps.Restart:  {overlap, oversold},
 		},
 	},
 	{
@@ -314,6 +329,25 @@ var Steps = []*steps.Step{
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:    {overlap, oversold},
 			steps.Failover: {overlap, oversold},
+			steps.Restart:  {overlap, oversold},
+		},
+	},
+	{
+		Slug: "15_redlock", Number: 15, Base: "12_lease_guard", Nodes: 3,
+		Title:     "Redlock: a majority of three Redis",
+		Claim:     "The lock is held only on a majority of three independent nodes, with time left of the lease: one node's failover no longer hands it out.",
+		Article:   "001 — 多节点redis实现的分布式锁算法(RedLock); redis.io's Redlock",
+		Fixes:     "A failover of one node loses the lock there, but the holder still has a majority and nobody else can get one.",
+		Breaks:    "A node that restarts without persistence forgets the lock: with the node the holder missed, a second buyer has a majority too. And a pause still writes late.",
+		Hint:      "Restart a lock node the holder holds, when the holder missed another.",
+		Lesson:    "A majority protects against a node that fails over or goes away, not against one that comes back having forgotten. Redis's Redlock page asks for fsync on every write, or for a restarted node to stay away for a lease. And no lock, however many nodes it lives on, stops a paused process's stale write: the resource must check a fencing token.",
+		BreakWith: steps.Restart,
+		New:       redlock.New, Order: redlock.Order, Source: redlock.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:   {overlap, oversold},
+			steps.Load:    {idle},
+			steps.Greedy:  {starved},
+			steps.Restart: {overlap, oversold},
 		},
 	},
 }
