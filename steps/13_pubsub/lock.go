@@ -39,7 +39,11 @@ type Locker struct {
 
 // New returns a Locker for the process p.
 func New(p steps.Proc) steps.Locker {
-	return &Locker{rdb: p.Redis, ttl: p.TTL, life: p.Ctx, leases: map[string]*lease{}}
+	life := p.Ctx
+	if life == nil {
+		life = context.Background() // a Proc made by hand, not by a process
+	}
+	return &Locker{rdb: p.Redis, ttl: p.TTL, life: life, leases: map[string]*lease{}}
 }
 
 // request is one request: its owner token, and the end of its context.
@@ -113,6 +117,10 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	}
 	sub := l.rdb.Subscribe(ctx, released(key))
 	defer sub.Close()
+	// ReceiveTimeout reads ctx's deadline but not its cancellation: closing the subscription is
+	// what wakes a waiter whose request ends.
+	stop := context.AfterFunc(ctx, func() { sub.Close() })
+	defer stop()
 	if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
 		return false, err
 	}
@@ -239,9 +247,9 @@ func (l *Locker) release(owner string) {
 }
 
 // Unlock gives back one hold of the request in ctx with unlock.lua. The last one deletes the lock,
-// wakes the waiters, and stops the request's lease guard. It returns steps.ErrNotOwner, and stops the guard, when the
-// lock is not the request's any more; an error from Redis stops the guard too, since a lock it
-// cannot give back is left to its lease.
+// wakes the waiters, and stops the request's lease guard. It returns steps.ErrNotOwner, and stops
+// the guard, when the lock is not the request's any more; an error from Redis stops the guard too,
+// since a lock it cannot give back is left to its lease.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
 	req, err := requestOf(ctx)
 	if err != nil {

@@ -37,7 +37,11 @@ type Locker struct {
 
 // New returns a Locker for the process p, on every lock node it has.
 func New(p steps.Proc) steps.Locker {
-	return &Locker{nodes: p.Nodes, ttl: p.TTL, life: p.Ctx, leases: map[string]*lease{}}
+	life := p.Ctx
+	if life == nil {
+		life = context.Background() // a Proc made by hand, not by a process
+	}
+	return &Locker{nodes: p.Nodes, ttl: p.TTL, life: life, leases: map[string]*lease{}}
 }
 
 // quorum is how many nodes make a majority.
@@ -146,10 +150,13 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	}
 }
 
+// nodeCall is one command of a request on one node: a positive answer counts as a yes.
+type nodeCall func(ctx context.Context, c *redis.Client) (int64, error)
+
 // onEach runs f on every node at once, each within nodeTimeout, and counts the nodes that
 // answered with a positive number; it returns the smallest such number (a request's holds on the
 // node that knows of fewest), and the first error, if any.
-func (l *Locker) onEach(ctx context.Context, f func(context.Context, *redis.Client) (int64, error)) (yes int, least int64, err error) {
+func (l *Locker) onEach(ctx context.Context, f nodeCall) (yes int, least int64, err error) {
 	type answer struct {
 		n   int64
 		err error
