@@ -21,14 +21,13 @@ import (
 // request's context (WithRequest), so a nested call in the same request re-enters and another
 // request of the same process waits like anyone else. A request that finds the lock taken
 // subscribes to the lock's release channel and sleeps until the unlock publishes on it, or until
-// the lock's lease could have run out, for a bounded time. While a request holds the lock, a
-// lease guard renews
-// it every TTL/3 and, when it can no longer prove the lease (a renewal refused, or none answered
-// before the lease could have run out), ends the request's context, so the request stops before
-// another holder can be inside. Hazard: a check only helps before the write leaves; a process
-// paused after its last check writes anyway, and only the resource can refuse that write. And a
-// release wakes every waiter, of whom one wins: under contention each release costs a round of
-// tries.
+// the lock's lease could have run out, for a bounded time. While a request holds the lock, a lease
+// guard renews it every TTL/3 and, when it can no longer prove the lease (a renewal refused, or
+// none answered before the lease could have run out), ends the request's context, so the request
+// stops before another holder can be inside. Hazard: a check only helps before the write leaves; a
+// process paused after its last check writes anyway, and only the resource can refuse that write.
+// And a release wakes every waiter, of whom one wins: under contention each release costs a round
+// of tries.
 type Locker struct {
 	rdb    *redis.Client
 	ttl    time.Duration

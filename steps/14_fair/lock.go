@@ -22,11 +22,11 @@ import (
 // request of the same process waits like anyone else. A request that finds the lock taken joins a
 // line of waiters kept in Redis, first come first, and sleeps until the unlock tells the first in
 // line on its own channel, or until its turn could have come, for a bounded time; a waiter that
-// stops asking drops out of the line. While a request holds the lock, a lease guard renews
-// it every TTL/3 and, when it can no longer prove the lease (a renewal refused, or none answered
-// before the lease could have run out), ends the request's context, so the request stops before
-// another holder can be inside. Hazard: a check only helps before the write leaves; a process
-// paused after its last check writes anyway, and only the resource can refuse that write.
+// stops asking drops out of the line. While a request holds the lock, a lease guard renews it every
+// TTL/3 and, when it can no longer prove the lease (a renewal refused, or none answered before the
+// lease could have run out), ends the request's context, so the request stops before another holder
+// can be inside. Hazard: a check only helps before the write leaves; a process paused after its
+// last check writes anyway, and only the resource can refuse that write.
 type Locker struct {
 	rdb    *redis.Client
 	ttl    time.Duration

@@ -23,6 +23,9 @@ import (
 	pubsub "github.com/lockstep-lab/lockstep/steps/13_pubsub"
 	fair "github.com/lockstep-lab/lockstep/steps/14_fair"
 	redlock "github.com/lockstep-lab/lockstep/steps/15_redlock"
+	fencing "github.com/lockstep-lab/lockstep/steps/16_fencing"
+	atomicstock "github.com/lockstep-lab/lockstep/steps/17_atomic_stock"
+	getset "github.com/lockstep-lab/lockstep/steps/side_getset"
 
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -125,6 +128,29 @@ var Steps = []*steps.Step{
 			steps.Failover:   {overlap, oversold},
 			steps.Partition:  {overlap, oversold},
 			steps.Restart:    {overlap, oversold},
+		},
+	},
+	{
+		Slug: "side_getset", Number: 0, Base: "04_atomic_ttl", Side: true,
+		Title:     "Side road: the lock's value is its expiry time (GETSET)",
+		Claim:     "The lock stores when it expires; a client that finds that time past takes it over with GETSET.",
+		Article:   "002 — 实现原理二 (setnx(lockkey, currenttime+timeout), getSet)",
+		Fixes:     "A lock left by a dead holder is taken over by the next client once its time is past, TTL or not.",
+		Breaks:    "Whether a lock has expired is decided by the asking client's clock: a client whose clock runs ahead takes over a lock that is still held.",
+		Hint:      "Let a second process with a clock 3 × TTL ahead ask while the holder works (clock-skew).",
+		Lesson:    "A lock that compares timestamps from different machines trusts every machine's clock with everyone's lock. Leases must be measured by one clock — the lock server's TTL — or as elapsed time on each client's monotonic clock, never by comparing wall clocks.",
+		BreakWith: steps.ClockSkew,
+		New:       getset.New, Order: getset.Order, Source: getset.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Contention: {lost},
+			steps.Slow:       {overlap, oversold, foreign},
+			steps.UnlockRace: {foreign},
+			steps.Reentrant:  {reentry},
+			steps.Pause:      {overlap, oversold},
+			steps.Failover:   {overlap, oversold},
+			steps.Partition:  {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
+			steps.ClockSkew:  {overlap, oversold},
 		},
 	},
 	{
@@ -350,6 +376,34 @@ var Steps = []*steps.Step{
 			steps.Restart: {overlap, oversold},
 		},
 	},
+	{
+		Slug: "16_fencing", Number: 16, Base: "14_fair",
+		Title:     "Fencing tokens: the inventory refuses a stale write",
+		Claim:     "Each acquisition takes a rising token; the inventory refuses a read or write whose token is lower than one it has seen.",
+		Article:   "the articles stop short of it; Kleppmann's fencing tokens, Redisson's RFencedLock",
+		Fixes:     "A holder paused past its lease still gets inside, but its stale write is refused: nothing is oversold.",
+		Breaks:    "The token counter lives beside the lock on one Redis: a failover or a restart loses its last increments and hands a token out again.",
+		Hint:      "Fail the lock primary over right after the holder's lock write.",
+		Lesson:    "The resource checking for itself is what makes a lost lock harmless: the pause still lets two in, and the stale write bounces. But the token is only as monotonic as the counter behind it: counted on the same Redis that fails over, it repeats, and an equal token passes. A token must come from somewhere that never goes back (a consensus system, or the resource itself).",
+		BreakWith: steps.Failover,
+		New:       fencing.New, Order: fencing.Order, Source: fencing.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:    {overlap},
+			steps.Failover: {overlap, oversold},
+			steps.Restart:  {overlap, oversold},
+		},
+	},
+	{
+		Slug: "17_atomic_stock", Number: 17, Base: "01_naive", NoLock: true,
+		Title:   "No lock: sell in one atomic step",
+		Claim:   "After the work, one Lua script on the inventory takes a unit off the shelf only if one is left.",
+		Article: "001 — 减库存 (the Lua stock decrement)",
+		Fixes:   "Nothing can oversell: no buyer writes back a number it read, so there is no critical section left to protect.",
+		Breaks:  "Nothing in the matrix: the shop is the truth, and the shop now decides. The work itself still runs for every buyer.",
+		Hint:    "Try everything: crash, pause, fail over, restart. The stock holds.",
+		Lesson:  "The endpoint that only decrements a counter needs no lock at all. Correctness belongs to the resource; a lock is for efficiency — keeping work from running twice, or from running when it is pointless — and for the cases a resource cannot check (several resources at once, work outside any store).",
+		New:     atomicstock.New, Order: atomicstock.Order, Source: atomicstock.Source,
+	},
 }
 
 // Find returns the step named by s: its slug ("04_atomic_ttl"), its number ("4", "04") or its
@@ -357,7 +411,7 @@ var Steps = []*steps.Step{
 func Find(s string) (*steps.Step, error) {
 	for _, st := range Steps {
 		name := st.Slug[strings.IndexByte(st.Slug, '_')+1:]
-		if n, err := strconv.Atoi(s); (err == nil && n == st.Number) || s == st.Slug || s == name {
+		if n, err := strconv.Atoi(s); (err == nil && n == st.Number && n > 0) || s == st.Slug || s == name {
 			return st, nil
 		}
 	}
