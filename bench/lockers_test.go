@@ -109,14 +109,23 @@ func (l *redsyncLocker) Lock(ctx context.Context, key string) (bool, error) {
 		l.m = l.rs.NewMutex(key, redsync.WithExpiry(l.ttl))
 	}
 	err := l.m.LockContext(ctx)
-	if errors.Is(err, redsync.ErrFailed) {
+	// After its last try redsync returns ErrFailed, or that try's error: *ErrTaken when a majority
+	// of nodes hold the key, or *ErrNodeTaken joined with the other nodes' answers. A node that
+	// could not be reached (*RedisError) is an error of the benchmark, never a busy lock.
+	var (
+		broken    *redsync.RedisError
+		taken     *redsync.ErrTaken
+		nodeTaken *redsync.ErrNodeTaken
+	)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &broken):
+		return false, err
+	case errors.Is(err, redsync.ErrFailed), errors.As(err, &taken), errors.As(err, &nodeTaken):
 		return false, ctx.Err()
 	}
-	var taken redsync.ErrTaken
-	if errors.As(err, &taken) {
-		return false, ctx.Err()
-	}
-	return err == nil, err
+	return false, err
 }
 
 func (l *redsyncLocker) Unlock(ctx context.Context, key string) error {
