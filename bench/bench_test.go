@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/redis/go-redis/v9"
@@ -173,7 +175,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 func BenchmarkContended(b *testing.B) {
 	for _, cs := range []time.Duration{0, time.Millisecond} {
 		for _, n := range []int{1, 4, 16} {
-			b.Run(fmt.Sprintf("procs=%d/cs=%v", n, cs), func(b *testing.B) {
+			b.Run(fmt.Sprintf("procs=%d/cs=%s", n, csName(cs)), func(b *testing.B) {
 				contended(b, n, cs)
 			})
 		}
@@ -198,9 +200,13 @@ type contendedArm struct {
 }
 
 func contended(b *testing.B, n int, cs time.Duration) {
-	run := &interleaved{bench: "Contended", suffix: fmt.Sprintf("/procs=%d/cs=%v", n, cs),
+	procsWord := "processes"
+	if n == 1 {
+		procsWord = "process"
+	}
+	run := &interleaved{bench: "Contended", suffix: fmt.Sprintf("/procs=%d/cs=%s", n, csName(cs)),
 		procs: n, cs: cs, locks: contenders,
-		title: fmt.Sprintf("Contended, %d processes, critical section %v", n, cs)}
+		title: fmt.Sprintf("Contended, %d %s, critical section %s", n, procsWord, spaced(cs))}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	arms := make([]contendedArm, len(contenders))
@@ -230,6 +236,23 @@ func contended(b *testing.B, n int, cs time.Duration) {
 	})
 }
 
+// csName names a critical section in benchmark names: "0", "1ms".
+func csName(cs time.Duration) string {
+	if cs == 0 {
+		return "0"
+	}
+	return cs.String()
+}
+
+// spaced writes a duration for prose: "0", "1 ms", "250 ms".
+func spaced(d time.Duration) string {
+	s := csName(d)
+	if i := strings.IndexFunc(s, unicode.IsLetter); i > 0 {
+		return s[:i] + " " + s[i:]
+	}
+	return s
+}
+
 // window is how long a contender's round asks for acquisitions that count: 50 ms plus 200
 // critical sections, a few hundred acquisitions of any lock here.
 func window(cs time.Duration) time.Duration { return 50*time.Millisecond + 200*cs }
@@ -239,8 +262,9 @@ func window(cs time.Duration) time.Duration { return 50*time.Millisecond + 200*c
 // w has completed; then each finishes the acquisition it is in and stops. So every measured wait
 // (from asking to holding) is complete and faced the full contention of every process, however
 // long an unfair lock starved it. Time, commands and hand-offs per acquisition count the
-// acquisitions that got the lock inside w and the commands sent inside w; allocations count the
-// whole round. Hazard: a round lasts w plus the longest wait that started in it, which for a lock
+// acquisitions that got the lock inside the window and the commands sent inside it (the window
+// ends when this goroutine reads the command count, at w or a little later); allocations count
+// the whole round. Hazard: a round lasts w plus the longest wait that started in it, which for a lock
 // that starves its waiters can be seconds; lockTimeout bounds one wait.
 func (a *contendedArm) round(ctx context.Context, cs, w time.Duration) (batch, error) {
 	n := len(a.lockers)
@@ -317,7 +341,10 @@ func (a *contendedArm) round(ctx context.Context, cs, w time.Duration) (batch, e
 	var cmds int64
 	select {
 	case <-timer.C:
+		// The window ends now, not at w: a timer fires late on a busy machine, and commands,
+		// acquisitions and time must all count the same span.
 		cmds = a.cnt.n.Load()
+		w = time.Since(t0)
 		mu.Lock()
 		if closed = true; pending == 0 {
 			close(measuredDone)

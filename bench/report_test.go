@@ -192,7 +192,7 @@ func report(w io.Writer) {
 			fmt.Fprintf(w, "\n### %s — %d rounds × %d cycles per lock%s\n\n", p.title, len(p.rounds), cyclesPerRound, counts)
 			uncontendedTable(w, &p, st)
 		} else {
-			fmt.Fprintf(w, "\n### %s — %d rounds × a %v window per lock%s\n\n", p.title, len(p.rounds), window(p.cs), counts)
+			fmt.Fprintf(w, "\n### %s — %d rounds × a %v window per lock%s\n\n", p.title, len(p.rounds), spaced(window(p.cs)), counts)
 			contendedTable(w, &p, st)
 		}
 	}
@@ -346,7 +346,7 @@ func commandsTable(w io.Writer, pooled map[string]*interleaved, procs int) {
 	head, rule := "| lock |", "|---|"
 	stats := make([][]lockStats, len(runs))
 	for k, r := range runs {
-		head += fmt.Sprintf(" critical section %v |", r.cs)
+		head += fmt.Sprintf(" critical section %s |", spaced(r.cs))
 		rule += "---:|"
 		stats[k] = summarize(r, r.rounds)
 	}
