@@ -199,6 +199,11 @@ type contendedArm struct {
 	key     string
 }
 
+// contended builds n processes of every contender (each warmed by one acquisition, so its
+// connections are dialled and scripts loaded) and runs b.N interleaved rounds of them. Hazard: the
+// processes of every contender exist at once (16 × 10 contenders × their nodes' clients), idle
+// while another contender runs; a lock whose idle processes did work (a renewal) would disturb its
+// neighbours' rounds.
 func contended(b *testing.B, n int, cs time.Duration) {
 	procsWord := "processes"
 	if n == 1 {

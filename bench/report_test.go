@@ -36,6 +36,9 @@ type lockStats struct {
 }
 
 // summarize computes every contender's figures over rounds (rounds[r][i]: contender i in round r).
+// Hazard: the best peer is the peer with the lowest median over these same rounds, so of two
+// peers equal in truth the one that was luckier is the reference (a winner's curse of a percent or
+// two here): it can make every ratio slightly worse, never better.
 func summarize(r *interleaved, rounds [][]batch) []lockStats {
 	st := make([]lockStats, len(r.locks))
 	for i := range r.locks {
@@ -294,6 +297,10 @@ func prettyPrint(w io.Writer, x float64, unit string) {
 	fmt.Fprintf(w, format, x, unit)
 }
 
+// uncontendedTable prints the uncontended Markdown table: per lock its commands, time, ratio to
+// the best peer with its quartiles and interval, bytes and allocations per cycle. Hazard: the
+// quartiles of the time are over rounds of a drifting machine and are wide; only the ratio's
+// spread says how two locks compare.
 func uncontendedTable(w io.Writer, r *interleaved, st []lockStats) {
 	fmt.Fprintln(w, "| lock | nodes | commands/cycle | time/cycle: median (IQR) | × best peer: median (IQR) | 95 % CI of the median ratio | B/cycle | allocs/cycle |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -314,6 +321,9 @@ func uncontendedTable(w io.Writer, r *interleaved, st []lockStats) {
 	fmt.Fprintf(w, "\nThe ratio is taken per round against the best peer (lowest median) on as many nodes, then its median and quartiles over rounds; the interval resamples rounds (%d bootstrap resamples).\n", bootstrapResamples)
 }
 
+// contendedTable prints one contended configuration's Markdown table. Hazard: a p99 over a few
+// thousand waits rests on a few dozen of them; read its interval, which can be several times
+// wider than the p50's.
 func contendedTable(w io.Writer, r *interleaved, st []lockStats) {
 	fmt.Fprintln(w, "| lock | time/acq: median (IQR) | commands/acq: median (IQR) | p50 wait [95 % CI] | p99 wait [95 % CI] | hand-off p50 / p99 | switch-% | B/acq | allocs/acq |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -27,6 +27,9 @@ var servers struct {
 	err error
 }
 
+// TestMain starts the first redis-server, runs the tests and benchmarks, prints the benchmarks'
+// results (report) and stops every server it started. Hazard: a binary killed by -timeout skips
+// all of it; Pdeathsig then stops the servers on Linux.
 func TestMain(m *testing.M) {
 	if _, err := nodeAddrs(1); err != nil {
 		servers.err = err
