@@ -192,10 +192,10 @@ func report(w io.Writer) {
 			counts = fmt.Sprintf(" (%d runs pooled)", len(runs))
 		}
 		if p.procs == 0 {
-			fmt.Fprintf(w, "\n### %s — %d rounds × %d cycles per lock%s\n\n", p.title, len(p.rounds), cyclesPerRound, counts)
+			fmt.Fprintf(w, "\n### %s — %s × %d cycles per lock%s\n\n", p.title, plural(len(p.rounds), "round"), cyclesPerRound, counts)
 			uncontendedTable(w, &p, st)
 		} else {
-			fmt.Fprintf(w, "\n### %s — %d rounds × a %v window per lock%s\n\n", p.title, len(p.rounds), spaced(window(p.cs)), counts)
+			fmt.Fprintf(w, "\n### %s — %s × a %s window per lock%s\n\n", p.title, plural(len(p.rounds), "round"), spaced(window(p.cs)), counts)
 			contendedTable(w, &p, st)
 		}
 	}
@@ -392,6 +392,14 @@ func dur(ns float64) string {
 		return fmt.Sprintf("%.1f %s", v, unit)
 	}
 	return fmt.Sprintf("%.2f %s", v, unit)
+}
+
+// plural writes n and a noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // num formats a count per op: whole numbers without decimals, others with two.
