@@ -355,8 +355,28 @@ type LockState struct {
 
 // Lock reads the lock on the first node: its value, remaining TTL, and whose it is, all from one
 // reading.
-func (a *Arena) Lock(ctx context.Context) LockState {
-	e := a.nodes[0]
+func (a *Arena) Lock(ctx context.Context) LockState { return a.lockOn(ctx, a.nodes[0]) }
+
+// Locks reads the lock on every node, in node order: a quorum lock is held where a majority of
+// them say so.
+func (a *Arena) Locks(ctx context.Context) []LockState {
+	out := make([]LockState, len(a.nodes))
+	for i, e := range a.nodes {
+		out[i] = a.lockOn(ctx, e)
+	}
+	return out
+}
+
+// NodeNames names the lock nodes, in node order.
+func (a *Arena) NodeNames() []string {
+	names := make([]string, len(a.nodes))
+	for i, e := range a.nodes {
+		names[i] = e.node.Name()
+	}
+	return names
+}
+
+func (a *Arena) lockOn(ctx context.Context, e *nodeEye) LockState {
 	v, ttl, err := e.w.Peek(ctx)
 	a.mu.Lock()
 	defer a.mu.Unlock()
