@@ -68,7 +68,7 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 			return fail(cmds, err)
 		}
 	}
-	a.prio.before(p, c, cmds, a.lockKey, a.t.TTL/2)
+	a.prio.before(p, c, cmds, a.lockKey, 4*a.t.TTL)
 	defer a.prio.after(p, c)
 	var err error
 	ch, werr := e.w.Observe(context.WithoutCancel(ctx), func(before redisenv.Value) {

@@ -35,11 +35,19 @@ func Here(t *testing.T) *steps.Step {
 
 // Run plays every scenario against st: a subtest per scenario, and inside it a subtest per
 // violation kind found, named after the kind and logging the sentence that explains it.
+//
+// The scenarios run in parallel (go test's -parallel, GOMAXPROCS by default), each on its own
+// backend: a staged interleaving holds however late either side runs. The load scenario, whose
+// counts and idle time are measured rather than staged, runs alone first.
 func Run(t *testing.T, st *steps.Step) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	strict := os.Getenv("LAB_STRICT") == "1"
 	for _, sc := range steps.Scenarios {
 		t.Run(string(sc), func(t *testing.T) {
+			if sc != steps.Load {
+				t.Parallel()
+			}
 			env := Env(t, redisenv.Options{Nodes: st.Nodes})
 			if sc == steps.Failover && !env.Nodes()[0].CanFailover() {
 				t.Skipf("the %s backend has a single node: %s needs a replica to promote", env.Backend(), sc)
