@@ -1,0 +1,66 @@
+package lock_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/steptest"
+	"github.com/lockstep-lab/lockstep/steps"
+	"go.uber.org/goleak"
+)
+
+// This step's idea: with no lock at all, the shelf cannot be oversold, because no buyer writes back
+// a number it read: one script on the inventory takes a unit off only if one is left. The
+// contention scenario's eight buyers start together against three units, and do their work side
+// by side: exactly three are sold, the other five are told the shelf is empty.
+
+func TestAtomicSaleSellsExactlyTheShelf(t *testing.T) {
+	leaks := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, leaks) }) // after the backend's own cleanup closes it
+	env := steptest.Env(t, redisenv.Options{})
+	var mu sync.Mutex
+	done := map[string]int{} // how each order ended: "ok", "sold out", or the error
+	rep, err := sim.Run(context.Background(), sim.Config{Step: steptest.Here(t), Env: env, OnEvent: func(e sim.Event) {
+		if e.Kind != sim.EvDone {
+			return
+		}
+		d := e.Detail
+		if strings.Contains(d, steps.ErrSoldOut.Error()) {
+			d = "sold out"
+		}
+		mu.Lock()
+		done[d]++
+		mu.Unlock()
+	}}, steps.Contention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete() {
+		t.Fatalf("the referee could not judge the run: %s", rep.Why())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d buyers, stock %d → %d, %d confirmed; orders ended: %v", rep.Buyers, rep.InitialStock, rep.FinalStock, rep.Confirmed, done)
+	if rep.Buyers <= rep.InitialStock {
+		t.Fatalf("%d buyers for %d units: the run must have more buyers than units", rep.Buyers, rep.InitialStock)
+	}
+	if sold := rep.InitialStock - rep.FinalStock; rep.Confirmed != sold {
+		t.Errorf("%d orders confirmed, %d units left the shelf; want them equal", rep.Confirmed, sold)
+	}
+	if rep.FinalStock != 0 || rep.Confirmed != rep.InitialStock {
+		t.Errorf("stock %d → %d with %d confirmed; want the whole shelf sold, and no more", rep.InitialStock, rep.FinalStock, rep.Confirmed)
+	}
+	if done["ok"] != rep.InitialStock || done["sold out"] != rep.Buyers-rep.InitialStock {
+		t.Errorf("orders ended %v; want %d ok and %d sold out", done, rep.InitialStock, rep.Buyers-rep.InitialStock)
+	}
+	if rep.Commands != rep.Buyers {
+		t.Errorf("%d Redis commands for %d buyers; want one each, its sale: no lock, no read of the stock", rep.Commands, rep.Buyers)
+	}
+	if len(rep.Overlaps) != 0 || rep.Oversold != 0 || len(rep.LostSales) != 0 {
+		t.Errorf("overlaps %v, oversold %d, lost sales %v; want none", rep.Overlaps, rep.Oversold, rep.LostSales)
+	}
+}
