@@ -23,6 +23,7 @@ const (
 	EvExpired     EventKind = "expired"     // Other's lock ran out (seen at the next lock command)
 	EvLost        EventKind = "lost"        // Other's lock vanished in a failover
 	EvWaiting     EventKind = "waiting"     // Buyer's lock command found the lock held by Other (once an order)
+	EvWork        EventKind = "work"        // Buyer's order began its business work
 	EvEnter       EventKind = "enter"       // Buyer read the stock (Stock): it is inside
 	EvWrite       EventKind = "write"       // Buyer wrote the stock (Stock): its order is confirmed
 	EvExit        EventKind = "exit"        // Buyer left the critical section

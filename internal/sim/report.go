@@ -39,6 +39,9 @@ type Report struct {
 	// Unjudged lists the judged kinds the referee could not judge in this run (see Untracked and
 	// TimedOut): a verdict on them would rest on partial evidence, so there is none.
 	Unjudged []steps.Kind `json:"unjudged"`
+	// Notes says what of the scenario did not happen as staged, and why that is no gap in the
+	// verdict (a failover with no lock write to lose).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Finding explains one violation in plain words.
@@ -255,6 +258,9 @@ func (rep *Report) Text() string {
 	}
 	if rep.TimedOut != "" {
 		fmt.Fprintf(&b, "  timed out: %s\n", rep.TimedOut)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
 	}
 	for _, u := range rep.Untracked {
 		fmt.Fprintf(&b, "  not seen (%s unjudged): %s\n", joinKinds(u.Kinds), u.What)

@@ -319,8 +319,13 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	}
 	a.mu.Lock()
 	a.timedOut = timedOut
+	struck := a.ref.failedOver
 	a.mu.Unlock()
-	return a.Report(context.WithoutCancel(ctx), sc), nil
+	rep := a.Report(context.WithoutCancel(ctx), sc)
+	if pl.failover && !struck {
+		rep.Notes = append(rep.Notes, "the failover never struck: no buyer wrote a lock for it to lose")
+	}
+	return rep, nil
 }
 
 // ErrNeedsReplica is Run's answer for a scenario that needs a lock replica the backend lacks.
@@ -420,12 +425,12 @@ func (s *signals) fire(buyer int, k EventKind) {
 	}
 }
 
-// anchor closes when the first buyer enters the critical section or finishes without entering.
+// anchor closes when the first buyer enters the critical section, begins its work, or finishes.
 func (s *signals) anchor() <-chan struct{} { return s.get(1, "anchor") }
 
 func (s *signals) see(e Event) {
 	switch e.Kind {
-	case EvEnter, EvDone, EvWaiting, EvRefused:
+	case EvEnter, EvDone, EvWaiting, EvRefused, EvWork:
 	default:
 		return
 	}
@@ -453,6 +458,14 @@ func (s *signals) see(e Event) {
 				s.checkAll(ak[0].(int), k, c)
 			}
 		}
+	}
+	if e.Kind == EvWork {
+		// An order that works before it touches the stock (no lock, an atomic sale) is under
+		// way from here: the others come while it works, as they would while it held a lock.
+		if e.Buyer == 1 {
+			fire("anchor")
+		}
+		return
 	}
 	fire(settled)
 	if e.Kind == EvWaiting || e.Kind == EvRefused {

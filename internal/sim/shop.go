@@ -148,6 +148,7 @@ func (s *shop) Sell(ctx context.Context) error {
 // fault armed on the process (or injected while it works) says otherwise.
 func (s *shop) Work(ctx context.Context) error {
 	p, a := s.p, s.p.a
+	a.emit(Event{Kind: EvWork, Buyer: p.n, Order: s.o.k})
 	start := time.Now()
 	end := start.Add(a.t.Work)
 	var slowed <-chan struct{} // closes when a staged slow fault's witness has acted

@@ -34,8 +34,8 @@ func stepArena(t *testing.T, st *steps.Step) (*Arena, *process) {
 // such hole): the order's context is cancelled during its work, and the lock must be free after.
 func TestUnlockOutlivesTheRequest(t *testing.T) {
 	for _, st := range catalog.Steps {
-		if st.Number < 3 {
-			continue
+		if st.Number < 3 || st.NoLock {
+			continue // 01 and 17 take no lock: there is no unlock to outlive anything
 		}
 		t.Run(st.Slug, func(t *testing.T) {
 			a, p := stepArena(t, st)

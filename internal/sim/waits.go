@@ -23,7 +23,7 @@ type waits struct {
 	firstFree time.Duration      // -1 before any
 	lastFree  time.Duration
 	idle      time.Duration
-	grace     time.Duration // the part of each gap a prompt waiter needs to notice and ask
+	grace     time.Duration // a gap this short is a prompt waiter's time to notice and ask: not idle
 	starved   []Starve
 }
 
@@ -99,7 +99,9 @@ func (w *waits) taken(now time.Duration) {
 	}
 	for c := range w.calls {
 		if c.began < w.freedAt {
-			w.idle += max(0, now-w.freedAt-w.grace)
+			if gap := now - w.freedAt; gap > w.grace {
+				w.idle += gap
+			}
 			break
 		}
 	}

@@ -130,7 +130,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 		})
 		validity := l.ttl - time.Since(start) - l.drift()
 		if yes >= l.quorum() && validity > 0 {
-			if holds == 1 {
+			if holds == 1 && !l.guarded(req) {
 				l.guard(key, req, start)
 			}
 			return true, nil
@@ -225,6 +225,14 @@ type lease struct {
 	expire *time.Timer
 	mu     sync.Mutex
 	over   bool // stopped: no callback may act any more
+}
+
+// guarded reports whether the request has a lease guard already: a node that forgot the lock
+// (restarted) shows a first hold where the others show a nested one.
+func (l *Locker) guarded(req *request) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leases[req.owner] != nil
 }
 
 // guard starts the request's lease, valid at most until sent + TTL − drift.

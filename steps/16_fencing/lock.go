@@ -54,8 +54,9 @@ type request struct {
 	fence  int64 // the fencing token of its first hold; 0 before
 }
 
-// Token is the fencing token of the lock the request in ctx holds (0 if it holds none): show it
-// to the resource with every read and write.
+// Token is the fencing token of the request in ctx: the one its first hold took (0 before it has
+// held the lock; after an Unlock it is still the last one). Show it to the resource with every
+// read and write.
 func Token(ctx context.Context) int64 {
 	r, err := requestOf(ctx)
 	if err != nil {
