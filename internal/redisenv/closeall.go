@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // open holds every Env of this package that owns something outside the process (server processes,
@@ -13,6 +14,9 @@ var open struct {
 	envs map[io.Closer]struct{}
 	gen  uint64 // how many times CloseAll has started
 }
+
+// reopenAfterCloseAll lets tests open backends again after a test called CloseAll.
+var reopenAfterCloseAll atomic.Bool
 
 // closeAllGen is how many times CloseAll has started; an Env that takes it before it starts
 // anything can tell, with registerSince, whether a CloseAll ran meanwhile.
@@ -53,10 +57,10 @@ func unregister(c io.Closer) {
 
 // CloseAll closes every server, container and url Env still open: a program calls it from its
 // SIGINT/SIGTERM handler (and may defer it in main) so no redis-server, container, temp dir or
-// prefixed key outlives it. A container Env still starting is waited for and removed; one whose
-// Open began before CloseAll and had started nothing yet fails instead, and so does every later
-// container Open: the program is taken to be exiting, and the Docker daemon would finish creating
-// a container whose client exited mid-request.
+// prefixed key outlives it. A server or container Env still starting is waited for and removed;
+// one whose Open began before CloseAll and had started nothing yet fails instead, and so does
+// every later server or container Open: the program is taken to be exiting (the Docker daemon
+// would finish creating a container whose client exited mid-request; a temp dir would stay).
 // Hazard: a run still using one of those Envs sees its commands fail.
 func CloseAll() error {
 	open.Lock()

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 )
 
 // needRedisServer skips the test when redis-server is not on PATH, and fails it under CI=true,
@@ -35,14 +35,20 @@ func alive(pid int) bool {
 	return !errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone)
 }
 
-// openServer starts the server backend and closes it when the test ends, failed or not.
-func openServer(t *testing.T) *redisenv.Server {
+// openServer starts the server backend with one lock node and closes it when the test ends,
+// failed or not.
+func openServer(t *testing.T) *redisenv.Server { return openServerNodes(t, 1) }
+
+// openServerNodes starts the server backend with n lock nodes and closes it when the test ends.
+func openServerNodes(t *testing.T, n int) *redisenv.Server {
 	t.Helper()
 	needRedisServer(t)
-	s, err := redisenv.NewServer()
+	start := time.Now()
+	s, err := redisenv.NewServerNodes(n)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%d lock node(s) and the inventory started in %v", n, time.Since(start))
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -51,52 +57,45 @@ func openServer(t *testing.T) *redisenv.Server {
 // HoldReplication survives the failover, a write made after it is lost, every time.
 func TestServerFailoverLosesHeldWrite(t *testing.T) {
 	s := openServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c := redis.NewClient(s.LockOptions())
-	defer c.Close()
-	first, second := s.Prefix()+"first", s.Prefix()+"second"
-	if err := c.Set(ctx, first, "1", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	s.HoldReplication()
-	if err := c.Set(ctx, second, "2", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := c.Exists(ctx, second).Result(); err != nil || n != 1 {
-		t.Fatalf("before the failover the primary must have the second key: %v %v", n, err)
-	}
 	before := s.Pids()
-	start := time.Now()
-	if err := s.Failover(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("failover took %v", time.Since(start))
+	checkFailoverLosesHeldWrite(t, s, s.Nodes()[0])
 	if len(s.Pids()) != len(before)-1 {
 		t.Errorf("the primary should be dead: pids %v, then %v", before, s.Pids())
 	}
-	if n, err := c.Exists(ctx, first).Result(); err != nil || n != 1 {
-		t.Errorf("the promoted replica lost the write made before the hold: exists=%v err=%v", n, err)
-	}
-	if n, err := c.Exists(ctx, second).Result(); err != nil || n != 0 {
-		t.Errorf("the promoted replica has the write made after the hold: exists=%v err=%v", n, err)
-	}
-	// The old client follows the new primary on its own.
-	if err := c.Set(ctx, s.Prefix()+"third", "3", 0).Err(); err != nil {
-		t.Errorf("a lock client did not follow the promoted replica: %v", err)
-	}
-	if err := s.Failover(ctx); err == nil {
-		t.Error("a second failover should fail: there is no replica left")
-	}
 }
 
-// TestServerCloseLeavesNothing checks that Close kills every redis-server and removes every
-// temp dir, and can be called twice.
+// TestServerQuorum: three independent lock nodes, started at once, each failing over alone.
+func TestServerQuorum(t *testing.T) {
+	s := openServerNodes(t, 3)
+	if pids, dirs := s.Pids(), s.Dirs(); len(pids) != 7 || len(dirs) != 7 {
+		t.Fatalf("want 7 processes and 7 dirs, got %v %v", pids, dirs)
+	}
+	checkQuorum(t, s, 3)
+}
+
+// TestServerCloseLeavesNothing checks that Close kills every redis-server, removes every temp dir
+// (a killed primary's included), stops every goroutine it started, and can be called twice.
 func TestServerCloseLeavesNothing(t *testing.T) {
-	s := openServer(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	needRedisServer(t)
+	s, err := redisenv.NewServerNodes(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	s.Nodes()[1].HoldReplication()
+	if err := s.Nodes()[1].Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Nodes()[0].Watch(s.Prefix() + "lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	pids, dirs := s.Pids(), s.Dirs()
-	if len(pids) != 3 || len(dirs) != 3 {
-		t.Fatalf("want 3 processes and 3 dirs, got %v %v", pids, dirs)
+	if len(pids) != 4 || len(dirs) != 5 {
+		t.Fatalf("want 4 processes and 5 dirs, got %v %v", pids, dirs)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,134 @@
+package redisenv_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/redis/go-redis/v9"
+)
+
+// The checks below are the promises of a lock node of the server and container backends (one
+// replicated-node type on both); each backend's tests run them on its own servers.
+
+// nodeClient is a client of node as the arena makes one: its Options, and its Hook if any.
+func nodeClient(t *testing.T, node redisenv.Node) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(node.Options())
+	if h := node.Hook(); h != nil {
+		c.AddHook(h)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// exists reports whether key exists on c, failing the test on an error.
+func exists(t *testing.T, ctx context.Context, c *redis.Client, key string) bool {
+	t.Helper()
+	n, err := c.Exists(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("EXISTS %s: %v", key, err)
+	}
+	return n == 1
+}
+
+// checkFailoverLosesHeldWrite: a write made before HoldReplication survives the failover, a write
+// made after it is lost, and a client made before the failover follows the promoted replica.
+func checkFailoverLosesHeldWrite(t *testing.T, env redisenv.Env, node redisenv.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := nodeClient(t, node)
+	first, second := env.Prefix()+"first", env.Prefix()+"second"
+	if err := c.Set(ctx, first, "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	node.HoldReplication()
+	if err := c.Set(ctx, second, "2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, ctx, node.Admin(), second) {
+		t.Fatal("before the failover the primary must have the second key")
+	}
+	start := time.Now()
+	if err := node.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s failed over in %v", node.Name(), time.Since(start))
+	if !exists(t, ctx, c, first) {
+		t.Error("the promoted replica lost the write made before the hold")
+	}
+	if exists(t, ctx, c, second) {
+		t.Error("the promoted replica has the write made after the hold")
+	}
+	if err := c.Set(ctx, env.Prefix()+"third", "3", 0).Err(); err != nil {
+		t.Errorf("a lock client did not follow the promoted replica: %v", err)
+	}
+	if err := node.Failover(ctx); err == nil {
+		t.Error("a second failover should fail: there is no replica left")
+	}
+}
+
+// checkQuorum: n lock nodes named nodeName(i, n), on addresses of their own, independent of each
+// other: a key written on one is on no other, and one node's failover loses its held write while
+// the others keep theirs.
+func checkQuorum(t *testing.T, env redisenv.Env, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes := env.Nodes()
+	if len(nodes) != n {
+		t.Fatalf("want %d lock nodes, got %d", n, len(nodes))
+	}
+	addrs := []string{env.InventoryOptions().Addr}
+	for i, node := range nodes {
+		if want := fmt.Sprintf("lock-%d", i+1); node.Name() != want {
+			t.Errorf("node %d is named %q, want %q", i, node.Name(), want)
+		}
+		addrs = append(addrs, node.Options().Addr, redisenv.ReplicaAddr(node))
+	}
+	if slices.Sort(addrs); len(slices.Compact(addrs)) != 2*n+1 {
+		t.Fatalf("the primaries, replicas and inventory should have %d addresses of their own: %v", 2*n+1, addrs)
+	}
+	clients := make([]*redis.Client, n)
+	for i, node := range nodes {
+		clients[i] = nodeClient(t, node)
+		if err := clients[i].Set(ctx, fmt.Sprintf("%sonly-on-%d", env.Prefix(), i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, node := range nodes {
+		for j := range n {
+			if got := exists(t, ctx, node.Admin(), fmt.Sprintf("%sonly-on-%d", env.Prefix(), j)); got != (i == j) {
+				t.Errorf("%s has node %d's key: %v", node.Name(), j, got)
+			}
+		}
+	}
+	// Node 2 fails over with a held write; the others see nothing of it.
+	held := env.Prefix() + "held"
+	nodes[1].HoldReplication()
+	for _, c := range clients {
+		if err := c.Set(ctx, held, "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nodes[1].Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range clients {
+		if got := exists(t, ctx, c, held); got != (i != 1) {
+			t.Errorf("after %s's failover, %s has the held write: %v", nodes[1].Name(), nodes[i].Name(), got)
+		}
+		if !exists(t, ctx, c, fmt.Sprintf("%sonly-on-%d", env.Prefix(), i)) {
+			t.Errorf("%s lost the key written before the hold", nodes[i].Name())
+		}
+	}
+	for i, node := range nodes {
+		if node.CanFailover() && (i == 1) != (redisenv.ReplicaAddr(node) == "") {
+			t.Errorf("%s: replica %q after %s's failover", node.Name(), redisenv.ReplicaAddr(node), nodes[1].Name())
+		}
+	}
+}
