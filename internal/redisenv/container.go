@@ -7,10 +7,13 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -142,31 +145,60 @@ type ctrLauncher struct {
 // finds the published port answering PING: the module's default port check runs /bin/sh inside
 // the container and dials the host testcontainers guesses, which can be the wrong one.
 //
+// Its port is published on a host port chosen here, not by Docker, which gives a restarted
+// container a new ephemeral port; if another program takes that port first, start retries on a
+// fresh one. Its dir is a tmpfs, so a restarted container finds no RDB file from a full sync
+// (a container's own filesystem survives a restart, and redis-server would load the file).
+//
 // The start is not cancelled with ctx: the daemon could finish creating a container after its
 // client gave up, and nobody would remove it. The fleet's Close waits for it instead.
 func (l *ctrLauncher) start(ctx context.Context, role string) (redisServer, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), containerPullTimeout)
 	defer cancel()
-	c, err := tcredis.Run(ctx, l.image,
-		quietLog,
-		testcontainers.WithCmd(append([]string{"redis-server", "--port", "6379", "--dir", "/tmp"}, redisArgs()...)...),
-		testcontainers.WithWaitStrategy(
-			wait.ForLog("Ready to accept connections").WithStartupTimeout(containerStartTimeout),
-		),
-		testcontainers.WithLabels(map[string]string{ContainerLabel: l.prefix, "org.lockstep-lab.role": role}),
-	)
-	if err != nil {
-		if c != nil {
-			c.Terminate(context.Background(), testcontainers.StopTimeout(0))
+	var last error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			return nil, fmt.Errorf("redisenv: finding a free port for the %s container: %w", role, err)
 		}
-		return nil, fmt.Errorf("redisenv: starting the %s container from %s: %s", role, l.image, oneLine(err))
+		c, err := tcredis.Run(ctx, l.image,
+			quietLog,
+			testcontainers.WithCmd(append([]string{"redis-server", "--port", "6379", "--dir", "/tmp"}, redisArgs()...)...),
+			testcontainers.WithTmpfs(map[string]string{"/tmp": "rw"}),
+			testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+				hc.PortBindings = network.PortMap{
+					network.MustParsePort("6379/tcp"): {{HostPort: strconv.Itoa(port)}},
+				}
+			}),
+			testcontainers.WithWaitStrategy(
+				wait.ForLog("Ready to accept connections").WithStartupTimeout(containerStartTimeout),
+			),
+			testcontainers.WithLabels(map[string]string{ContainerLabel: l.prefix, "org.lockstep-lab.role": role}),
+		)
+		if err != nil {
+			if c != nil {
+				c.Terminate(context.Background(), testcontainers.StopTimeout(0))
+			}
+			last = fmt.Errorf("redisenv: starting the %s container from %s: %s", role, l.image, oneLine(err))
+			if portTaken(err) {
+				continue
+			}
+			return nil, last
+		}
+		addr, err := reachable(ctx, c)
+		if err != nil {
+			c.Terminate(context.Background(), testcontainers.StopTimeout(0))
+			return nil, fmt.Errorf("redisenv: the %s container: %w", role, err)
+		}
+		return &ctr{l: l, name: role, c: c, address: addr}, nil
 	}
-	addr, err := reachable(ctx, c)
-	if err != nil {
-		c.Terminate(context.Background(), testcontainers.StopTimeout(0))
-		return nil, fmt.Errorf("redisenv: the %s container: %w", role, err)
-	}
-	return &ctr{l: l, name: role, c: c, address: addr}, nil
+	return nil, last
+}
+
+// portTaken reports whether a container failed to start because its host port was taken.
+func portTaken(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "port is already allocated") || strings.Contains(s, "address already in use")
 }
 
 // proxyHost is the gateway address of the replica's network: the host as the container sees it.
@@ -218,6 +250,31 @@ func (c *ctr) kill(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("redisenv: the %s container is still running after SIGKILL", c.name)
 		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// restart kills the container and starts it again: the same host port (chosen at start), an
+// empty tmpfs dir, so no key. It returns once the server answers PING on the published port; the
+// old one is dead by then, so the answer is the new one's.
+func (c *ctr) restart(ctx context.Context) error {
+	if err := c.kill(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, containerStartTimeout)
+	defer cancel()
+	if _, err := c.l.dc.ContainerStart(ctx, c.c.GetContainerID(), client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("redisenv: starting the %s container again: %s", c.name, oneLine(err))
+	}
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		err := ping(c.address)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redisenv: the restarted %s container does not answer PING on %s: %v", c.name, c.address, err)
+		case <-time.After(delay):
 		}
 	}
 }

@@ -70,11 +70,30 @@ func TestContainerQuorum(t *testing.T) {
 	checkQuorum(t, c, 3)
 }
 
-// TestContainerCloseLeavesNothing checks that Close removes every container, the killed primary
-// included, and can be called twice.
+// TestContainerRestartForgets: a quorum node's primary container restarts without persistence and
+// forgets every key, its replica with it, 20 times in a row; clients reconnect on their own.
+func TestContainerRestartForgets(t *testing.T) {
+	c := openContainerNodes(t, 3)
+	if forgot := checkRestartForgets(t, c, c.Nodes()[2], 20); forgot != 20 {
+		t.Errorf("%d/20 restarts forgot the key", forgot)
+	}
+}
+
+// TestContainerRestartKeepsHold: a held link stays held through a restart; the replica is
+// emptied.
+func TestContainerRestartKeepsHold(t *testing.T) {
+	c := openContainer(t)
+	checkRestartKeepsHold(t, c, c.Nodes()[0])
+}
+
+// TestContainerCloseLeavesNothing checks that Close removes every container, restarted and killed
+// ones included, and can be called twice.
 func TestContainerCloseLeavesNothing(t *testing.T) {
 	c := openContainerNodes(t, 2)
 	ctx := context.Background()
+	if err := c.Nodes()[0].Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
 	c.Nodes()[1].HoldReplication()
 	if err := c.Nodes()[1].Failover(ctx); err != nil {
 		t.Fatal(err)

@@ -186,7 +186,7 @@ func (f *fleet) servers() []redisServer {
 // Close removes every server (killed ones included) and closes the nodes' clients and proxies.
 // It may be called more than once, and from CloseAll concurrently with the run's own Close or
 // with the start: it waits for the start (whose container creations it does not cancel: the
-// daemon could finish one after the client gave up), and for a Failover in progress.
+// daemon could finish one after the client gave up), and for a Failover or Restart in progress.
 func (f *fleet) Close() error {
 	f.closeOnce.Do(func() {
 		// Unregistered only once everything is removed: a CloseAll meanwhile calls Close, which

@@ -15,8 +15,8 @@ import (
 
 // redisServer is one redis-server a backend started: a process on a loopback port (server) or a
 // container (container). It is all that differs between those backends; a replNode does the rest.
-// Hazard: its address must not change for as long as it lives: clients, the replication proxy and
-// the referee's watcher redial it.
+// Hazard: its address must not change for as long as it lives, restarts included: clients, the
+// replication proxy and the referee's watcher redial it.
 type redisServer interface {
 	// addr is the host:port where this process reaches the server.
 	addr() string
@@ -25,6 +25,10 @@ type redisServer interface {
 	// kill stops the server at once (SIGKILL) and returns once it is gone, so every connection
 	// to it has broken.
 	kill(ctx context.Context) error
+	// restart kills the server and starts it again at the same address with no key: it keeps
+	// nothing on disk from its previous life (a replica's full sync leaves an RDB file behind,
+	// which redis-server would load at start). It returns once the new server answers.
+	restart(ctx context.Context) error
 	// remove kills the server and removes what it leaves behind (a temp dir, a container).
 	remove(ctx context.Context) error
 }
@@ -34,6 +38,7 @@ type redisServer interface {
 func redisArgs() []string {
 	return []string{
 		"--protected-mode", "no",
+		// No persistence: a restart forgets every key, as issue 10's restart scenario needs.
 		"--save", "",
 		"--appendonly", "no",
 		// Disk-based full sync: a diskless one (the 7.0 default) streams writes only after the
@@ -63,7 +68,7 @@ type replNode struct {
 	host   string        // where the proxy listens: this host as the replica reaches it
 	admin  *redis.Client // uncounted, follows the primary
 
-	mu       sync.Mutex // guards the fields below; Failover holds it, so dials wait for the promoted replica
+	mu       sync.Mutex // guards the fields below; Failover and Restart hold it, so dials wait for the node to be back
 	primary  redisServer
 	replica  redisServer   // nil once promoted
 	repl     *redis.Client // to the replica, while it is one
@@ -129,8 +134,8 @@ func (n *replNode) primaryAddr() string {
 // Name names the node ("lock", or "lock-1"… in a quorum).
 func (n *replNode) Name() string { return n.name }
 
-// Options dials whichever server is primary at dial time; a dial during Failover waits for the
-// promoted replica.
+// Options dials whichever server is primary at dial time; a dial during Failover or Restart waits
+// until the node is back.
 func (n *replNode) Options() *redis.Options { return followPrimary(n.primaryAddr) }
 
 // Hook is nil: the replica replicates by itself.
@@ -198,12 +203,45 @@ func (n *replNode) Failover(ctx context.Context) error {
 	return nil
 }
 
-// Restart restarts the primary without persistence.
+// Restart restarts the primary without persistence (see redisServer.restart): every connection
+// to it breaks, and it comes back at the same address with no key. Its replica follows it: the
+// restarted primary has a new replication id, so the replica's next sync is a full one, which
+// empties it, as a real replica resyncing from an empty primary is emptied. Restart makes the
+// replica relink at once (REPLICAOF NO ONE, then REPLICAOF the proxy) instead of at its next
+// once-a-second attempt, and returns once it receives the primary's writes again. A held link
+// stays held, as a partition outlives a restart: the replica is emptied all the same (FLUSHALL),
+// and hears nothing more until Failover. Hazard: until Restart returns, a dial of the node waits.
 func (n *replNode) Restart(ctx context.Context) error {
-	return errors.New("redisenv: the server and container backends cannot restart a node yet")
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return fmt.Errorf("redisenv: %s is closed", n.name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := n.primary.restart(ctx); err != nil {
+		return fmt.Errorf("redisenv: restarting %s's primary: %w", n.name, err)
+	}
+	if n.replica == nil {
+		return nil
+	}
+	if err := n.repl.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+		return fmt.Errorf("redisenv: REPLICAOF NO ONE on %s's replica: %w", n.name, err)
+	}
+	if !n.proxy.isHeld() {
+		return n.link(ctx)
+	}
+	if err := n.repl.FlushAll(ctx).Err(); err != nil {
+		return fmt.Errorf("redisenv: emptying %s's held replica: %w", n.name, err)
+	}
+	host, port, _ := net.SplitHostPort(n.proxy.addr())
+	if err := n.repl.SlaveOf(ctx, host, port).Err(); err != nil {
+		return fmt.Errorf("redisenv: REPLICAOF on %s's replica: %w", n.name, err)
+	}
+	return nil
 }
 
-// close closes the node's clients and proxy, after any Failover in progress; the
+// close closes the node's clients and proxy, after any Failover or Restart in progress; the
 // node's operations fail from then on. Its servers are the fleet's to remove.
 func (n *replNode) close() {
 	n.mu.Lock()

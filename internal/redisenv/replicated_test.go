@@ -132,3 +132,111 @@ func checkQuorum(t *testing.T, env redisenv.Env, n int) {
 		}
 	}
 }
+
+// checkRestartForgets restarts node rounds times. Each time a key written before the restart,
+// on the primary and the replica and saved to disk by both (SAVE), must be gone after it, from
+// both; a client made before the restarts must reconnect on its own. Then the replica must still
+// follow the primary (a held write is lost, an earlier one kept), and the promoted replica must
+// restart empty too. It returns how many restarts forgot the key.
+func checkRestartForgets(t *testing.T, env redisenv.Env, node redisenv.Node, rounds int) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds+5)*10*time.Second)
+	defer cancel()
+	c := nodeClient(t, node)
+	replica := redis.NewClient(&redis.Options{Addr: redisenv.ReplicaAddr(node)})
+	defer replica.Close()
+	var took []time.Duration
+	forgot := 0
+	for i := range rounds {
+		key := fmt.Sprintf("%srestart:%d", env.Prefix(), i)
+		if err := c.Set(ctx, key, i, 0).Err(); err != nil {
+			t.Fatalf("round %d: the client did not reconnect after the restart: %v", i, err)
+		}
+		for !exists(t, ctx, replica, key) {
+			time.Sleep(time.Millisecond)
+		}
+		// An RDB file on disk must not bring the key back.
+		if err := node.Admin().Save(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := replica.Save(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := node.Restart(ctx); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		took = append(took, time.Since(start))
+		n, err := c.Exists(ctx, key).Result()
+		if err != nil {
+			t.Fatalf("round %d: the client did not reconnect after the restart: %v", i, err)
+		}
+		if n == 0 && !exists(t, ctx, replica, key) {
+			forgot++
+		} else {
+			t.Errorf("round %d: the key survived the restart (primary %v)", i, n == 1)
+		}
+	}
+	slices.Sort(took)
+	t.Logf("%s: %d/%d restarts forgot the key; a restart took %v (min) %v (median) %v (max)",
+		node.Name(), forgot, rounds, took[0], took[len(took)/2], took[len(took)-1])
+
+	// The replica follows the restarted primary.
+	kept, lost := env.Prefix()+"after-restart:kept", env.Prefix()+"after-restart:lost"
+	if err := c.Set(ctx, kept, 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	node.HoldReplication()
+	if err := c.Set(ctx, lost, 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, ctx, c, kept) || exists(t, ctx, c, lost) {
+		t.Errorf("after a restart, the replica did not follow its primary: kept %v, held write %v", exists(t, ctx, c, kept), exists(t, ctx, c, lost))
+	}
+	// The promoted replica, now primary with no replica, restarts empty too.
+	if err := node.Admin().Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if exists(t, ctx, c, kept) {
+		t.Error("the promoted replica kept its keys through a restart")
+	}
+	return forgot
+}
+
+// checkRestartKeepsHold: a held replication link stays held through a restart, as a partition
+// would, and the replica is emptied all the same: after a failover, the promoted replica has
+// neither the keys from before the restart nor a write made after it.
+func checkRestartKeepsHold(t *testing.T, env redisenv.Env, node redisenv.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := nodeClient(t, node)
+	before, held, after := env.Prefix()+"before", env.Prefix()+"held", env.Prefix()+"after"
+	if err := c.Set(ctx, before, 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	node.HoldReplication()
+	if err := c.Set(ctx, held, 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, after, 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{before, held, after} {
+		if exists(t, ctx, c, k) {
+			t.Errorf("the promoted replica has %s", k)
+		}
+	}
+}

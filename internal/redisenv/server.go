@@ -90,7 +90,8 @@ func (procLauncher) proxyHost(context.Context, redisServer) (string, error) { re
 
 func (procLauncher) close() {}
 
-// proc is one redis-server process with its own temp dir.
+// proc is one redis-server process with its own temp dir. A restart starts a new process on the
+// same port and dir.
 type proc struct {
 	name    string
 	address string
@@ -98,7 +99,7 @@ type proc struct {
 	dir     string
 	out     *tail
 
-	mu     sync.Mutex // guards cmd and exited, which launch sets
+	mu     sync.Mutex // guards cmd and exited, which a restart replaces
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process has exited and been reaped
 }
@@ -242,6 +243,20 @@ func (p *proc) kill(context.Context) error {
 	cmd.Process.Kill()
 	<-exited
 	return nil
+}
+
+// restart kills the process, empties its dir (a full sync leaves dump.rdb there, which
+// redis-server would load at start) and starts a new one on the same port. Hazard: if another
+// program takes the port in the instant between, the restart fails rather than move.
+func (p *proc) restart(ctx context.Context) error {
+	p.kill(ctx)
+	if err := os.RemoveAll(p.dir); err != nil {
+		return fmt.Errorf("redisenv: emptying the %s's dir: %w", p.name, err)
+	}
+	if err := os.Mkdir(p.dir, 0o700); err != nil {
+		return fmt.Errorf("redisenv: emptying the %s's dir: %w", p.name, err)
+	}
+	return p.launch(ctx)
 }
 
 // remove kills the process and removes its dir.

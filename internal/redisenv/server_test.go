@@ -73,8 +73,28 @@ func TestServerQuorum(t *testing.T) {
 	checkQuorum(t, s, 3)
 }
 
-// TestServerCloseLeavesNothing checks that Close kills every redis-server, removes every temp dir
-// (a killed primary's included), stops every goroutine it started, and can be called twice.
+// TestServerRestartForgets: a quorum node's primary restarts without persistence and forgets
+// every key, its replica with it, 20 times in a row; clients reconnect on their own.
+func TestServerRestartForgets(t *testing.T) {
+	s := openServerNodes(t, 3)
+	pids := s.Pids()
+	if forgot := checkRestartForgets(t, s, s.Nodes()[2], 20); forgot != 20 {
+		t.Errorf("%d/20 restarts forgot the key", forgot)
+	}
+	if got := s.Pids(); len(got) != len(pids)-1 {
+		t.Errorf("after 21 restarts and a failover, want %d processes, got %v", len(pids)-1, got)
+	}
+}
+
+// TestServerRestartKeepsHold: a held link stays held through a restart; the replica is emptied.
+func TestServerRestartKeepsHold(t *testing.T) {
+	s := openServer(t)
+	checkRestartKeepsHold(t, s, s.Nodes()[0])
+}
+
+// TestServerCloseLeavesNothing checks that Close kills every redis-server, restarted and killed
+// ones included, removes every temp dir, stops every goroutine it started, and can be called
+// twice.
 func TestServerCloseLeavesNothing(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	needRedisServer(t)
@@ -84,6 +104,9 @@ func TestServerCloseLeavesNothing(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
+	if err := s.Nodes()[0].Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
 	s.Nodes()[1].HoldReplication()
 	if err := s.Nodes()[1].Failover(ctx); err != nil {
 		t.Fatal(err)
