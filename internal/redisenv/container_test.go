@@ -86,6 +86,12 @@ func TestContainerRestartKeepsHold(t *testing.T) {
 	checkRestartKeepsHold(t, c, c.Nodes()[0])
 }
 
+// TestContainerWatcherOnQuorum: the referee's watcher on a quorum node sees a DEL, survives a
+// restart, and tells an expiry from a change.
+func TestContainerWatcherOnQuorum(t *testing.T) {
+	checkWatcherOnQuorum(t, openContainerNodes(t, 3))
+}
+
 // TestContainerCloseLeavesNothing checks that Close removes every container, restarted and killed
 // ones included, and can be called twice.
 func TestContainerCloseLeavesNothing(t *testing.T) {

@@ -147,8 +147,14 @@ func (n *replNode) Admin() *redis.Client { return n.admin }
 // CanFailover is true: the node starts with a replica.
 func (n *replNode) CanFailover() bool { return true }
 
-// Watch watches key through the node's keyspace events (see notifyWatcher).
+// Watch watches key through the node's keyspace events (see notifyWatcher). It checks that the
+// primary publishes them: a node that did not would look unchanged to the referee for ever.
 func (n *replNode) Watch(key string) (Watcher, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+	defer cancel()
+	if !publishesKeyspaceEvents(ctx, n.admin) {
+		return nil, fmt.Errorf("redisenv: %s does not publish the keyspace events the referee reads (notify-keyspace-events %s)", n.name, KeyspaceEvents)
+	}
 	return newNotifyWatcher(key, 0, n.Options(), n.admin)
 }
 

@@ -209,6 +209,79 @@ func checkRestartForgets(t *testing.T, env redisenv.Env, node redisenv.Node, rou
 	return forgot
 }
 
+// checkWatcherOnQuorum: the referee's watcher of a key on a quorum node other than the first sees
+// a client's DEL as a change, is back after a restart once Resynced, and reports a key that ran
+// out as Expired, not as a change; a watcher of the same key on another node sees none of it.
+func checkWatcherOnQuorum(t *testing.T, env redisenv.Env) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes := env.Nodes()
+	if len(nodes) < 2 {
+		t.Fatalf("want a quorum, got %d node(s)", len(nodes))
+	}
+	node, other := nodes[1], nodes[0]
+	key := env.Prefix() + "lock"
+	w, err := node.Watch(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wo, err := other.Watch(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wo.Close()
+	c := nodeClient(t, node)
+	observe := func(what string, send func() error) redisenv.Change {
+		t.Helper()
+		var serr error
+		ch, err := w.Observe(ctx, func(redisenv.Value) { serr = send() })
+		if err != nil || serr != nil {
+			t.Fatalf("%s: watcher %v, command %v", what, err, serr)
+		}
+		if ch.Unseen {
+			t.Errorf("%s: the watcher reports an unseen change", what)
+		}
+		return ch
+	}
+	if ch := observe("SET", func() error { return c.Set(ctx, key, "a", 0).Err() }); ch.Before.Exists || !ch.After.Exists {
+		t.Errorf("SET: before %v, after %v", ch.Before.Exists, ch.After.Exists)
+	}
+	ch := observe("DEL", func() error { return c.Del(ctx, key).Err() })
+	if !ch.Before.Exists || ch.After.Exists || ch.Expired.Exists {
+		t.Errorf("DEL is a change: before %v, after %v, expired %v", ch.Before.Exists, ch.After.Exists, ch.Expired.Exists)
+	}
+	observe("SET again", func() error { return c.Set(ctx, key, "b", 0).Err() })
+	if err := node.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v, err := w.Resync(ctx)
+	if err != nil {
+		t.Fatalf("Resync after the restart: %v", err)
+	}
+	if v.Exists {
+		t.Error("after the restart the watcher still sees the key")
+	}
+	if ch := observe("SET after the restart", func() error { return c.Set(ctx, key, "c", 100*time.Millisecond).Err() }); ch.Before.Exists || !ch.After.Exists {
+		t.Errorf("SET after the restart: before %v, after %v", ch.Before.Exists, ch.After.Exists)
+	}
+	time.Sleep(300 * time.Millisecond)
+	ch = observe("EXISTS past the TTL", func() error { return c.Exists(ctx, key).Err() })
+	if !ch.Expired.Exists || ch.Before.Exists || ch.After.Exists {
+		t.Errorf("a key that ran out is Expired, not a change: expired %v, before %v, after %v", ch.Expired.Exists, ch.Before.Exists, ch.After.Exists)
+	}
+	// The other node's watcher saw none of it.
+	oc := nodeClient(t, other)
+	och, err := wo.Observe(ctx, func(redisenv.Value) { oc.Exists(ctx, key) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if och.Unseen || och.Before.Exists || och.After.Exists || och.Expired.Exists {
+		t.Errorf("%s's watcher saw %s's key: %+v", other.Name(), node.Name(), och)
+	}
+}
+
 // checkRestartKeepsHold: a held replication link stays held through a restart, as a partition
 // would, and the replica is emptied all the same: after a failover, the promoted replica has
 // neither the keys from before the restart nor a write made after it.

@@ -92,6 +92,28 @@ func TestServerRestartKeepsHold(t *testing.T) {
 	checkRestartKeepsHold(t, s, s.Nodes()[0])
 }
 
+// TestServerWatcherOnQuorum: the referee's watcher on a quorum node sees a DEL, survives a
+// restart, and tells an expiry from a change.
+func TestServerWatcherOnQuorum(t *testing.T) {
+	checkWatcherOnQuorum(t, openServerNodes(t, 3))
+}
+
+// TestServerWatchNeedsKeyspaceEvents: a node that stopped publishing keyspace events cannot be
+// watched (it would look unchanged for ever), and says so.
+func TestServerWatchNeedsKeyspaceEvents(t *testing.T) {
+	s := openServer(t)
+	node := s.Nodes()[0]
+	if err := node.Admin().ConfigSet(context.Background(), "notify-keyspace-events", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := node.Watch(s.Prefix() + "lock"); err == nil {
+		w.Close()
+		t.Fatal("Watch accepted a node that publishes no keyspace events")
+	} else {
+		t.Log(err)
+	}
+}
+
 // TestServerCloseLeavesNothing checks that Close kills every redis-server, restarted and killed
 // ones included, removes every temp dir, stops every goroutine it started, and can be called
 // twice.
