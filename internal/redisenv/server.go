@@ -181,7 +181,7 @@ func (p *proc) running() (int, bool) {
 func (p *proc) waitReady(ctx context.Context) error {
 	_, exited := p.current()
 	deadline := time.Now().Add(startTimeout)
-	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+	for delay := time.Millisecond; ; delay = min(2*delay, 5*time.Millisecond) {
 		if ping(p.address) == nil {
 			return p.isOurs()
 		}
