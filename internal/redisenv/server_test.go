@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -172,6 +174,62 @@ func TestCloseAllClosesOpenEnvs(t *testing.T) {
 			t.Errorf("redis-server %d survived CloseAll", pid)
 		}
 	}
+}
+
+// TestServerCloseAllDuringStart is Ctrl-C while a quorum starts: whenever CloseAll strikes, the
+// start either fails or is closed with the rest, and no redis-server or temp dir is left.
+func TestServerCloseAllDuringStart(t *testing.T) {
+	needRedisServer(t)
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc to find this process's children in")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	for i := range 10 {
+		done := make(chan error, 1)
+		go func() {
+			s, err := redisenv.NewServerNodes(3)
+			if err == nil {
+				err = s.Close()
+			}
+			done <- err
+		}()
+		time.Sleep(time.Duration(i) * 50 * time.Millisecond)
+		if err := redisenv.CloseAll(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("CloseAll after %v: the start said %v", time.Duration(i)*50*time.Millisecond, <-done)
+		if kids := redisChildren(t); len(kids) > 0 {
+			t.Errorf("redis-server processes left: %v", kids)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			t.Errorf("temp dirs left: %v", left)
+		}
+	}
+}
+
+// redisChildren lists the pids of this process's redis-server children.
+func redisChildren(t *testing.T) []string {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var kids []string
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid …
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(s[end+1:])
+		if s[open+1:end] == "redis-server" && len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
+			kids = append(kids, strings.TrimSpace(s[:open]))
+		}
+	}
+	return kids
 }
 
 func TestOpenNames(t *testing.T) {
