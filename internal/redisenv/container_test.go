@@ -10,26 +10,30 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/redis/go-redis/v9"
 )
 
-// openContainer starts the container backend and removes its containers when the test ends,
-// failed or not. It runs only when LAB_REDIS=container asks for the backend (its image may need a
-// registry). With no Docker daemon it skips with the reason, as
-// testcontainers.SkipIfProviderIsNotHealthy does, except under CI=true, where the backend was
-// asked for and a skip would hide its absence.
-func openContainer(t *testing.T) *redisenv.Container {
+// openContainer starts the container backend with one lock node and removes its containers when
+// the test ends, failed or not.
+func openContainer(t *testing.T) *redisenv.Container { return openContainerNodes(t, 1) }
+
+// openContainerNodes starts the container backend with n lock nodes. It runs only when
+// LAB_REDIS=container asks for the backend (its image may need a registry). With no Docker daemon
+// it skips with the reason, as testcontainers.SkipIfProviderIsNotHealthy does, except under
+// CI=true, where the backend was asked for and a skip would hide its absence.
+func openContainerNodes(t *testing.T, n int) *redisenv.Container {
 	t.Helper()
 	if os.Getenv("LAB_REDIS") != "container" {
 		t.Skip("the container backend is tested with LAB_REDIS=container (and LAB_REDIS_IMAGE for a local image)")
 	}
-	c, err := redisenv.NewContainer()
+	start := time.Now()
+	c, err := redisenv.NewContainerNodes(n)
 	if errors.Is(err, redisenv.ErrNoDocker) && os.Getenv("CI") != "true" {
 		t.Skip(err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%d lock node(s) and the inventory started in %v", n, time.Since(start))
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -54,51 +58,55 @@ func containersLeft(t *testing.T, ids []string) []string {
 // HoldReplication survives the failover, a write made after it is lost, every time.
 func TestContainerFailoverLosesHeldWrite(t *testing.T) {
 	c := openContainer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl := redis.NewClient(c.LockOptions())
-	defer cl.Close()
-	first, second := c.Prefix()+"first", c.Prefix()+"second"
-	if err := cl.Set(ctx, first, "1", 0).Err(); err != nil {
-		t.Fatal(err)
+	checkFailoverLosesHeldWrite(t, c, c.Nodes()[0])
+}
+
+// TestContainerQuorum: three independent lock nodes, started at once, each failing over alone.
+func TestContainerQuorum(t *testing.T) {
+	c := openContainerNodes(t, 3)
+	if ids := c.IDs(); len(ids) != 7 {
+		t.Fatalf("want 7 containers, got %v", ids)
 	}
-	c.HoldReplication()
-	if err := cl.Set(ctx, second, "2", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := c.Exists(ctx, second); err != nil || !ok {
-		t.Fatalf("before the failover the primary must have the second key: %v %v", ok, err)
-	}
-	start := time.Now()
-	if err := c.Failover(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("failover took %v", time.Since(start))
-	if ok, err := c.Exists(ctx, first); err != nil || !ok {
-		t.Errorf("the promoted replica lost the write made before the hold: exists=%v err=%v", ok, err)
-	}
-	if ok, err := c.Exists(ctx, second); err != nil || ok {
-		t.Errorf("the promoted replica has the write made after the hold: exists=%v err=%v", ok, err)
-	}
-	if err := cl.Set(ctx, c.Prefix()+"third", "3", 0).Err(); err != nil {
-		t.Errorf("a lock client did not follow the promoted replica: %v", err)
-	}
-	if err := c.Failover(ctx); err == nil {
-		t.Error("a second failover should fail: there is no replica left")
+	checkQuorum(t, c, 3)
+}
+
+// TestContainerRestartForgets: a quorum node's primary container restarts without persistence and
+// forgets every key, its replica with it, 20 times in a row; clients reconnect on their own.
+func TestContainerRestartForgets(t *testing.T) {
+	c := openContainerNodes(t, 3)
+	if forgot := checkRestartForgets(t, c, c.Nodes()[2], 20); forgot != 20 {
+		t.Errorf("%d/20 restarts forgot the key", forgot)
 	}
 }
 
-// TestContainerCloseLeavesNothing checks that Close removes every container, the killed primary
-// included, and can be called twice.
-func TestContainerCloseLeavesNothing(t *testing.T) {
+// TestContainerRestartKeepsHold: a held link stays held through a restart; the replica is
+// emptied.
+func TestContainerRestartKeepsHold(t *testing.T) {
 	c := openContainer(t)
-	c.HoldReplication()
-	if err := c.Failover(context.Background()); err != nil {
+	checkRestartKeepsHold(t, c, c.Nodes()[0])
+}
+
+// TestContainerWatcherOnQuorum: the referee's watcher on a quorum node sees a DEL, survives a
+// restart, and tells an expiry from a change.
+func TestContainerWatcherOnQuorum(t *testing.T) {
+	checkWatcherOnQuorum(t, openContainerNodes(t, 3))
+}
+
+// TestContainerCloseLeavesNothing checks that Close removes every container, restarted and killed
+// ones included, and can be called twice.
+func TestContainerCloseLeavesNothing(t *testing.T) {
+	c := openContainerNodes(t, 2)
+	ctx := context.Background()
+	if err := c.Nodes()[0].Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes()[1].HoldReplication()
+	if err := c.Nodes()[1].Failover(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ids := c.IDs()
-	if len(ids) != 3 {
-		t.Fatalf("want 3 containers, got %v", ids)
+	if len(ids) != 5 {
+		t.Fatalf("want 5 containers, got %v", ids)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

@@ -12,9 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -143,33 +141,5 @@ func followPrimary(primary func() string) *redis.Options {
 			var d net.Dialer
 			return d.DialContext(ctx, network, primary())
 		},
-	}
-}
-
-// awaitCatchUp waits until repl's replication offset reaches the primary's, or ctx ends: the
-// server and container backends call it before they cut the replication link.
-func awaitCatchUp(ctx context.Context, primary string, repl *redis.Client) {
-	pc := redis.NewClient(&redis.Options{Addr: primary, PoolSize: 1, MaxRetries: -1})
-	defer pc.Close()
-	info, err := pc.Info(ctx, "replication").Result()
-	if err != nil {
-		return
-	}
-	want, err := strconv.ParseInt(infoField(info, "master_repl_offset"), 10, 64)
-	if err != nil {
-		return
-	}
-	for {
-		info, err := repl.Info(ctx, "replication").Result()
-		if err == nil {
-			if got, err := strconv.ParseInt(infoField(info, "slave_repl_offset"), 10, 64); err == nil && got >= want {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Microsecond):
-		}
 	}
 }

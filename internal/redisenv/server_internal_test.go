@@ -2,6 +2,7 @@ package redisenv
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"os/exec"
 	"strconv"
@@ -34,8 +35,8 @@ func TestWaitReadyRefusesAStranger(t *testing.T) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	n := &node{role: "test", addr: ln.Addr().String(), cmd: cmd, out: &tail{}, exited: make(chan struct{})}
-	if err := n.waitReady(); err == nil || !strings.Contains(err.Error(), "another server") {
+	p := &proc{name: "test", address: ln.Addr().String(), cmd: cmd, out: &tail{}, exited: make(chan struct{})}
+	if err := p.waitReady(context.Background()); err == nil || !strings.Contains(err.Error(), "another server") {
 		t.Fatalf("waitReady accepted a stranger's PONG: %v", err)
 	}
 }

@@ -1,0 +1,225 @@
+package redisenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// launcher starts the redis-servers of one backend: processes (server) or containers
+// (container).
+type launcher interface {
+	// start starts one redis-server with redisArgs, named role in messages, and returns once it
+	// answers. On an error it leaves nothing behind.
+	start(ctx context.Context, role string) (redisServer, error)
+	// proxyHost is this host's address as replica reaches it: the replication proxy of replica's
+	// node listens there.
+	proxyHost(ctx context.Context, replica redisServer) (string, error)
+	// close releases what the launcher holds (a Docker client), once every server is removed.
+	close()
+}
+
+// fleet is the topology the server and container backends share, on the redis-servers a launcher
+// starts: n lock nodes, each a primary with its replica (a replNode), and an inventory node that
+// never fails over. It starts them all at once and links the nodes in parallel, so a quorum costs
+// about what one node does.
+//
+// Hazard: the servers outlive a program that exits without Close; a program that handles SIGINT
+// must call CloseAll, after which no fleet starts (the program is taken to be exiting).
+type fleet struct {
+	backend string
+	prefix  string
+	l       launcher
+
+	ctx    context.Context // cancelled when Close begins: a start in progress stops waiting
+	cancel context.CancelFunc
+
+	mu        sync.Mutex // guards the fields below while the fleet starts; they are fixed after
+	inventory redisServer
+	nodes     []*replNode
+	all       []redisServer // every server started, killed ones included, until Close removes them
+	closed    bool
+
+	starting  sync.WaitGroup // the start in progress; Close waits for it
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// errExiting is openFleet's answer once CloseAll has run.
+var errExiting = errors.New("redisenv: CloseAll has run (the program is exiting): no backend starts")
+
+// openFleet starts n lock nodes and an inventory node through l, for a run whose keys live under
+// prefix. It registers the fleet for
+// CloseAll before the first server exists: a CloseAll meanwhile waits for the start and removes
+// whatever it made.
+func openFleet(backend, prefix string, l launcher, n int) (*fleet, error) {
+	gen := closeAllGen()
+	if gen > 0 && !reopenAfterCloseAll.Load() {
+		// A server started now might outlive the program (a container the daemon finishes
+		// creating after its client exited, a temp dir).
+		l.close()
+		return nil, errExiting
+	}
+	f := &fleet{backend: backend, prefix: prefix, l: l}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.starting.Add(1)
+	if !registerSince(f, gen) {
+		f.starting.Done()
+		f.cancel()
+		l.close()
+		return nil, errExiting
+	}
+	err := f.start(max(n, 1))
+	f.starting.Done()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// start starts every server in parallel, then links each node's replica to its primary, the
+// nodes in parallel.
+func (f *fleet) start(n int) error {
+	roles := []string{"inventory"}
+	for i := range n {
+		roles = append(roles, nodeName(i, n)+" primary", nodeName(i, n)+" replica")
+	}
+	servers := make([]redisServer, len(roles))
+	errs := make([]error, len(roles))
+	var wg sync.WaitGroup
+	for i, role := range roles {
+		wg.Go(func() {
+			s, err := f.l.start(f.ctx, role)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if s != nil {
+				f.all = append(f.all, s)
+			}
+			servers[i], errs[i] = s, err
+		})
+	}
+	wg.Wait()
+	if err := f.stopped(); err != nil {
+		return err
+	}
+	if err := firstError(errs); err != nil { // one is enough, on one line
+		return err
+	}
+	f.mu.Lock()
+	f.inventory = servers[0]
+	f.nodes = make([]*replNode, n)
+	f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(f.ctx, startTimeout)
+	defer cancel()
+	clear(errs)
+	for i := range n {
+		wg.Go(func() {
+			primary, replica := servers[1+2*i], servers[2+2*i]
+			host, err := f.l.proxyHost(ctx, replica)
+			var nd *replNode
+			if err == nil {
+				nd, err = newReplNode(ctx, nodeName(i, n), f.prefix, primary, replica, host)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.nodes[i], errs[i] = nd, err
+		})
+	}
+	wg.Wait()
+	if err := f.stopped(); err != nil {
+		return err
+	}
+	return firstError(errs)
+}
+
+// stopped is an error once Close has begun.
+func (f *fleet) stopped() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return fmt.Errorf("redisenv: the %s backend was closed (CloseAll) while starting", f.backend)
+	}
+	return nil
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Backend names the backend ("server" or "container").
+func (f *fleet) Backend() string { return f.backend }
+
+// Prefix returns the run's key prefix.
+func (f *fleet) Prefix() string { return f.prefix }
+
+// Nodes are the lock nodes, each a primary with its replica.
+func (f *fleet) Nodes() []Node {
+	ns := make([]Node, len(f.nodes))
+	for i, n := range f.nodes {
+		ns[i] = n
+	}
+	return ns
+}
+
+// InventoryOptions dials the inventory node.
+func (f *fleet) InventoryOptions() *redis.Options {
+	return &redis.Options{Addr: f.inventory.addr()}
+}
+
+// servers returns every server started and not yet removed.
+func (f *fleet) servers() []redisServer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]redisServer(nil), f.all...)
+}
+
+// Close removes every server (killed ones included) and closes the nodes' clients and proxies.
+// It may be called more than once, and from CloseAll concurrently with the run's own Close or
+// with the start: it waits for the start (whose container creations it does not cancel: the
+// daemon could finish one after the client gave up), and for a Failover or Restart in progress.
+func (f *fleet) Close() error {
+	f.closeOnce.Do(func() {
+		// Unregistered only once everything is removed: a CloseAll meanwhile calls Close, which
+		// waits for this one, so the program cannot exit while a server is being removed.
+		defer unregister(f)
+		f.mu.Lock()
+		f.closed = true
+		f.mu.Unlock()
+		f.cancel()
+		f.starting.Wait()
+		f.mu.Lock()
+		nodes, all := f.nodes, f.all
+		f.all = nil
+		f.mu.Unlock()
+		for _, n := range nodes {
+			if n != nil {
+				n.close()
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		errs := make([]error, len(all))
+		for i, s := range all {
+			wg.Go(func() {
+				if err := s.remove(ctx); err != nil {
+					errs[i] = fmt.Errorf("redisenv: removing the %s: %w", s.role(), err)
+				}
+			})
+		}
+		wg.Wait()
+		f.l.close()
+		f.closeErr = errors.Join(errs...)
+	})
+	return f.closeErr
+}
