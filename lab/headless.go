@@ -84,7 +84,7 @@ func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, er
 	}
 	defer env.Close()
 	rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
-	if errors.Is(err, sim.ErrNeedsReplica) {
+	if errors.Is(err, sim.ErrCannotStage) {
 		return nil, usageError("%s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
 	return rep, err
@@ -226,7 +226,7 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 			env.Close()
 			c := cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
 			switch {
-			case errors.Is(err, sim.ErrNeedsReplica):
+			case errors.Is(err, sim.ErrCannotStage):
 				c.Skipped = strings.TrimPrefix(err.Error(), "sim: ")
 			case err != nil:
 				return fmt.Errorf("%s under %s: %w", st.Slug, sc, err)

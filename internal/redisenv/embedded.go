@@ -137,6 +137,9 @@ func (n *embNode) Watch(key string) (Watcher, error) { return newFrozenWatcher(n
 // CanFailover is true: an embedded lock node always starts with a replica.
 func (n *embNode) CanFailover() bool { return true }
 
+// CanRestart is true: the lab started this node.
+func (n *embNode) CanRestart() bool { return true }
+
 // HoldReplication stops the feed: the replica keeps what it has and hears nothing more.
 func (n *embNode) HoldReplication() {
 	n.feedMu.Lock()

@@ -53,6 +53,8 @@ type Node interface {
 	HoldReplication()
 	// Failover kills the primary and promotes the replica. Clients follow on their next dial.
 	Failover(ctx context.Context) error
+	// CanRestart reports whether the lab may restart the node (it owns the server).
+	CanRestart() bool
 	// Restart restarts the node's primary without persistence: every connection to it breaks,
 	// and it comes back at the same address having forgotten every key (its replica, if any,
 	// follows it empty). Hazard: this is what a lock loses to a restart that has no fsync.

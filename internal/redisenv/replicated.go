@@ -154,6 +154,9 @@ func (n *replNode) Admin() *redis.Client { return n.admin }
 // CanFailover is true: the node starts with a replica.
 func (n *replNode) CanFailover() bool { return true }
 
+// CanRestart is true: the lab started this node.
+func (n *replNode) CanRestart() bool { return true }
+
 // Watch watches key through the node's keyspace events (see notifyWatcher). It checks that the
 // primary publishes them: a node that did not would look unchanged to the referee for ever.
 func (n *replNode) Watch(key string) (Watcher, error) {

@@ -2,6 +2,7 @@ package redisenv_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -91,9 +92,9 @@ func TestURLLeavesOtherKeysAlone(t *testing.T) {
 			}
 			rep, err := sim.Run(ctx, sim.Config{Step: st, Env: env}, sc)
 			switch {
-			case sc == steps.Failover:
-				if err == nil {
-					t.Errorf("%s: the failover scenario must refuse a single node", slug)
+			case sc == steps.Failover || sc == steps.Restart:
+				if !errors.Is(err, sim.ErrCannotStage) {
+					t.Errorf("%s: the %s scenario must refuse a server the lab does not own, not %v", slug, sc, err)
 				}
 			case err != nil:
 				t.Errorf("%s under %s: %v", slug, sc, err)

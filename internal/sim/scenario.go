@@ -156,7 +156,10 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	}
 	pl := planFor(sc, cfg.Timing)
 	if pl.failover && !cfg.Env.Nodes()[0].CanFailover() {
-		return nil, fmt.Errorf("%w; the %s backend has a single node", ErrNeedsReplica, cfg.Env.Backend())
+		return nil, fmt.Errorf("%w: failover needs a lock replica to promote, and the %s backend has a single node", ErrCannotStage, cfg.Env.Backend())
+	}
+	if pl.restart && !cfg.Env.Nodes()[0].CanRestart() {
+		return nil, fmt.Errorf("%w: restart needs a lock node the lab owns, and the %s backend is a server it does not", ErrCannotStage, cfg.Env.Backend())
 	}
 	cfg.Stock = pl.stock
 	cfg.Timing.Work *= time.Duration(pl.workX)
@@ -328,8 +331,10 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	return rep, nil
 }
 
-// ErrNeedsReplica is Run's answer for a scenario that needs a lock replica the backend lacks.
-var ErrNeedsReplica = errors.New("sim: the failover scenario needs a lock replica to promote")
+// ErrCannotStage is Run's answer for a scenario the backend cannot play: a failover with no
+// replica to promote, a restart of a server the lab does not own. It is no verdict: a matrix
+// shows the cell as skipped, with the reason.
+var ErrCannotStage = errors.New("sim: the backend cannot stage this scenario")
 
 func waitFor(c <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
