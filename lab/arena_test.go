@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +74,8 @@ func liveArena(t *testing.T, i int) *model {
 	t.Helper()
 	m := newModel(tuiOptions{offline: true, stock: 100})
 	t.Cleanup(m.shutdown)
-	press(m, fmt.Sprint(i+1), "enter")
+	m.setStep(i) // typed, "1" would wait for a second digit (10–14)
+	press(m, "enter")
 	if m.ar == nil || m.scr != scrArena {
 		t.Fatal("no arena")
 	}

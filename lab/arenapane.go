@@ -208,10 +208,11 @@ func (p *arenaPane) footer(w int) []string {
 			if h.next == h.fix {
 				desc += ": the fix"
 			}
-			keys = append(keys, key.NewBinding(key.WithKeys("right"), key.WithHelp("→", desc)))
+			jk := h.jumpKey(s.steps, h.next)
+			keys = append(keys, key.NewBinding(key.WithKeys(jk), key.WithHelp(jk, desc)))
 		}
 		if h.fix >= 0 && h.fix != h.next {
-			n := strconv.Itoa(s.steps[h.fix].Number)
+			n := h.jumpKey(s.steps, h.fix)
 			keys = append(keys, key.NewBinding(key.WithKeys(n), key.WithHelp(n, stepName(s.steps[h.fix])+": the fix")))
 		}
 		keys = append(keys, k.g.Break, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit)

@@ -100,12 +100,12 @@ func runTeaModel(t *testing.T, m *model, w, h int, want string, keys ...string) 
 }
 
 func TestGoldenPicker(t *testing.T) {
-	v := runTea(t, newModel(tuiOptions{offline: true}), 100, 30, "Step 4/9", "right", "right", "right")
+	v := runTea(t, newModel(tuiOptions{offline: true}), 100, 30, "Step 4/14", "right", "right", "right")
 	golden.RequireEqual(t, []byte(v))
 }
 
 func TestGoldenPicker80x24(t *testing.T) {
-	v := runTea(t, newModel(tuiOptions{offline: true}), 80, 24, "Step 9/9", "9")
+	v := runTea(t, newModel(tuiOptions{offline: true}), 80, 24, "Step 14/14", "1", "4")
 	golden.RequireEqual(t, []byte(v))
 }
 
@@ -261,8 +261,8 @@ func TestViewFitsTheTerminal(t *testing.T) {
 					t.Errorf("%s at %dx%d: line %d is %d wide: %q", name, size[0], size[1], i, w, l)
 				}
 			}
-			if size[0] >= 80 && !strings.Contains(v, "Step 4/9") {
-				t.Errorf("%s at %dx%d: no Step 4/9", name, size[0], size[1])
+			if size[0] >= 80 && !strings.Contains(v, "Step 4/14") {
+				t.Errorf("%s at %dx%d: no Step 4/14", name, size[0], size[1])
 			}
 			if size[0] >= 80 && !strings.Contains(v, "q quit") {
 				t.Errorf("%s at %dx%d: the footer lost q quit:\n%s", name, size[0], size[1], v)

@@ -19,6 +19,7 @@ func bind(keys []string, k, desc string) key.Binding {
 type globalKeys struct {
 	Prev, Next, Jump, Break, Help, Quit key.Binding
 	Steps                               key.Binding // the footer's shorthand for Prev and Next
+	JumpShort                           key.Binding // the footer's shorter word for Jump
 }
 
 // ShortHelp and FullHelp make globalKeys a help.KeyMap.
@@ -29,11 +30,13 @@ func (k globalKeys) FullHelp() [][]key.Binding {
 }
 
 func newGlobalKeys(all []*steps.Step) globalKeys {
-	jump := bind([]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, fmt.Sprintf("1-%d", lastNumber(all)), "go to step")
+	digits := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+	short := bind(digits, fmt.Sprintf("1-%d", lastNumber(all)), "go to step")
+	jump := short
 	if lastNumber(all) > 9 {
-		jump.SetHelp(fmt.Sprintf("1-%d", lastNumber(all)), "go to step: type its number")
+		jump = bind(digits, fmt.Sprintf("1-%d", lastNumber(all)), "go to step: type its number")
 	}
-	return globalKeys{
+	return globalKeys{JumpShort: short,
 		Prev:  bind([]string{"left", "h"}, "←", "previous step"),
 		Next:  bind([]string{"right", "l"}, "→", "next step"),
 		Jump:  jump,
@@ -65,7 +68,7 @@ func newPickerKeys(g globalKeys) pickerKeys {
 }
 
 func (k pickerKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.g.Steps, k.g.Jump, k.Open, k.g.Break, k.Code, k.g.Help, k.g.Quit}
+	return []key.Binding{k.g.Steps, k.g.JumpShort, k.Open, k.g.Break, k.Code, k.g.Help, k.g.Quit}
 }
 
 func (k pickerKeys) FullHelp() [][]key.Binding {
