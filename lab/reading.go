@@ -7,7 +7,6 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/lockstep-lab/lockstep/internal/sim"
-	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // lockReading is one reading of the lock from the lock server, and the session time it was taken.
@@ -74,24 +73,6 @@ func (a *arena) buyerName(n int) string {
 		return fmt.Sprintf("buyer %d (retired)", n)
 	}
 	return fmt.Sprintf("buyer %d", n)
-}
-
-// checkStuck judges stuck live: the lock is still in Redis, held by a buyer whose order ended
-// (returned or crashed) more than one TTL ago, while units remain. A canned run's referee judges
-// it at the end instead.
-func (a *arena) checkStuck() {
-	if _, seen := a.viol[steps.Stuck]; seen || a.scenario != "" || a.done || a.owner == 0 || a.ownerDoneAt == 0 || !a.read || a.shelf <= 0 {
-		return
-	}
-	if r := a.lk; !r.st.Held || r.st.Owner != a.owner || r.at-a.ownerDoneAt <= a.timing.TTL {
-		return
-	}
-	how, ago := "whose order has ended", "its order ended"
-	if a.buyer(a.owner).crashed {
-		how, ago = "whose process crashed", "its process crashed"
-	}
-	a.see(steps.Stuck, fmt.Sprintf("the lock is still held by buyer %d, %s, while %d units remain: nobody can buy them", a.owner, how, a.shelf))
-	a.logf(a.lk.at, "VIOLATION stuck: buyer %d still holds the lock; %s more than a TTL ago", a.owner, ago)
 }
 
 // roster follows which live buyers are ordering. Hazard: sim.Live is not asked; the lab follows

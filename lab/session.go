@@ -213,14 +213,13 @@ func (m *model) feedIn(msg feedMsg) tea.Cmd {
 	return m.sess.feed.next()
 }
 
-// tickIn moves the picture's clock and judges stuck live.
+// tickIn moves the picture's clock. (Stuck is judged live by sim: an EvViolation.)
 func (m *model) tickIn(msg tickMsg) tea.Cmd {
 	if msg.gen != m.gen || m.sess == nil || m.ar == nil {
 		return nil
 	}
 	if !m.ar.done {
 		m.ar.advance(m.sess.now())
-		m.ar.checkStuck()
 	}
 	return m.tick()
 }
