@@ -199,7 +199,12 @@ func (p *arenaPane) lessonLines(w int) []string {
 func (p *arenaPane) footer(w int) []string {
 	k, s := p.keys, p.s
 	if s.ar == nil || s.ar.scenario == "" {
-		return strings.Split(footer(w, k.faultRow(), k.ShortHelp()), "\n")
+		// the faults on a line of their own, unless packing them with the rest saves a line
+		rows := strings.Split(footer(w, k.faultRow(), k.ShortHelp()), "\n")
+		if packed := strings.Split(footer(w, append(k.faultRow(), k.ShortHelp()...)), "\n"); len(packed) < len(rows) {
+			return packed
+		}
+		return rows
 	}
 	var keys []key.Binding
 	if h := s.handoff; s.ar.done && h != nil && h.from == s.cur {

@@ -68,8 +68,10 @@ func (p *helpPane) Update(k tea.KeyMsg) tea.Msg {
 
 const helpFaults = "Faults hit the current holder: the buyer inside the critical section, or else the lock's owner. " +
 	"crash: its process dies, no deferred code runs. error: its work returns an error. slow: its work takes 3×TTL. " +
-	"pause: stop-the-world for 3×TTL. unlock-race: it freezes just before the command that deletes its lock. " +
-	"failover: the next lock write skips the replica, then the primary dies. nested: its work calls a helper that takes the same lock."
+	"pause: stop-the-world for 3×TTL, just before its stock write leaves. unlock-race: it freezes just before the command that deletes its lock. " +
+	"failover: the next lock write skips the replica, then the primary dies. nested: its work calls a helper that takes the same lock. " +
+	"partition: inside its work, its link to the lock server (not to the inventory) is cut for 3×TTL: it works on, and writes when the link is back unless its lock told it to stop. " +
+	"2nd request: its process starts a second order at once with the same Locker, as a server serves two requests: does the lock tell them apart?"
 
 const helpBreak = "b replays the scenario that breaks this step. After it breaks, the lab names the fix: the first later " +
 	"step whose row of the matrix clears every kind that broke this one under that scenario — → when it is the next step, " +

@@ -80,12 +80,12 @@ type arenaKeys struct {
 	g                            globalKeys
 	Crash, Error, Slow, Pause    key.Binding
 	UnlockRace, Failover, Nested key.Binding
+	Partition, Second            key.Binding
 	Hold, Reset, More, Fewer     key.Binding
 	Slower, Faster               key.Binding
 	Buyers, Speed                key.Binding // footer shorthands
 	Code, Back                   key.Binding
 	faults                       map[sim.Fault]key.Binding
-	live                         []key.Binding // the keys that need live buyers
 }
 
 func newArenaKeys(g globalKeys) arenaKeys {
@@ -97,6 +97,8 @@ func newArenaKeys(g globalKeys) arenaKeys {
 		UnlockRace: bind([]string{"u"}, "u", "unlock-race"),
 		Failover:   bind([]string{"f"}, "f", "failover"),
 		Nested:     bind([]string{"n"}, "n", "nested"),
+		Partition:  bind([]string{"i"}, "i", "partition"),
+		Second:     bind([]string{"t"}, "t", "2nd request"),
 		Hold:       bind([]string{" "}, "space", "hold orders"),
 		Reset:      bind([]string{"r"}, "r", "reset"),
 		More:       bind([]string{"+", "="}, "+", "more buyers"),
@@ -111,8 +113,8 @@ func newArenaKeys(g globalKeys) arenaKeys {
 	k.faults = map[sim.Fault]key.Binding{
 		sim.FaultCrash: k.Crash, sim.FaultError: k.Error, sim.FaultSlow: k.Slow, sim.FaultPause: k.Pause,
 		sim.FaultUnlockRace: k.UnlockRace, sim.FaultFailover: k.Failover, sim.FaultReentrant: k.Nested,
+		sim.FaultPartition: k.Partition, sim.FaultSecond: k.Second,
 	}
-	k.live = []key.Binding{k.Hold, k.More, k.Fewer, k.Crash, k.Error, k.Slow, k.Pause, k.UnlockRace, k.Failover, k.Nested}
 	return k
 }
 
@@ -122,7 +124,7 @@ func (k arenaKeys) ShortHelp() []key.Binding {
 
 // faultRow is the footer's first line in a live arena: one key per fault.
 func (k arenaKeys) faultRow() []key.Binding {
-	return []key.Binding{k.Crash, k.Error, k.Slow, k.Pause, k.UnlockRace, k.Failover, k.Nested}
+	return []key.Binding{k.Crash, k.Error, k.Slow, k.Pause, k.UnlockRace, k.Failover, k.Nested, k.Partition, k.Second}
 }
 
 func (k arenaKeys) FullHelp() [][]key.Binding {

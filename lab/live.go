@@ -22,9 +22,15 @@ type injectMsg struct {
 
 // liveIntent carries out an intent that needs live buyers.
 func (m *model) liveIntent(in tea.Msg) tea.Cmd {
-	if f, ok := in.(injectFault); ok && f.f == sim.FaultFailover && m.ar != nil && m.ar.noLock {
-		m.msg = "failover: this step takes no lock, so there is no lock write to lose — nothing armed"
-		return nil
+	if f, ok := in.(injectFault); ok && m.ar != nil && m.ar.noLock {
+		switch f.f {
+		case sim.FaultFailover:
+			m.msg = "failover: this step takes no lock, so there is no lock write to lose — nothing armed"
+			return nil
+		case sim.FaultPartition:
+			m.msg = "partition: this step takes no lock, so there is no link to a lock server to cut — nothing armed"
+			return nil
+		}
 	}
 	if m.sess == nil || m.sess.live == nil {
 		m.msg = "no live buyers now: press r to start them (b replays the scenario)"
@@ -108,9 +114,11 @@ func injectAnswer(msg injectMsg, noLock bool, key string) string {
 		sim.FaultCrash:      "crashed: its process died, its deferred code will never run",
 		sim.FaultError:      "its work will return an error",
 		sim.FaultSlow:       "its work now takes 3 × TTL",
-		sim.FaultPause:      "frozen (stop-the-world) for 3 × TTL",
+		sim.FaultPause:      "will freeze (stop-the-world) for 3 × TTL just before its stock write leaves",
 		sim.FaultUnlockRace: "will freeze just before the command that deletes its lock",
 		sim.FaultReentrant:  "its work calls a helper that takes the same lock again",
+		sim.FaultPartition:  "inside its work, its link to the lock server is cut for 3 × TTL; the inventory still answers",
+		sim.FaultSecond:     "its process starts a second order now, with the same Locker (a second request)",
 	}[msg.f]
 	return fmt.Sprintf("%s → buyer %d: %s", msg.f, msg.who, what)
 }

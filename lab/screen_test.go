@@ -147,12 +147,52 @@ func TestHeaderSaysThePaceOneWay(t *testing.T) {
 	}
 }
 
-// TestStepOneCannotFailOver: f on a step that takes no lock says so and arms nothing.
+// TestStepOneCannotFailOver: f and i on a step that takes no lock say so and arm nothing.
 func TestStepOneCannotFailOver(t *testing.T) {
 	m := liveArena(t, 0)
 	press(m, "f")
 	if m.ar.armed || !strings.Contains(m.msg, "takes no lock") || strings.Contains(m.View(), "armed:") {
 		t.Fatalf("f on step 1: armed %v, msg %q", m.ar.armed, m.msg)
+	}
+	press(m, "i")
+	if !strings.Contains(m.msg, "partition: this step takes no lock") {
+		t.Fatalf("i on step 1: msg %q", m.msg)
+	}
+}
+
+// TestNewFaultKeys: the partition and second-request keys are in the live footer and in help,
+// at 80 columns too, and their answers say what happened to whom.
+func TestNewFaultKeys(t *testing.T) {
+	m := liveArena(t, 10)
+	for _, w := range []int{80, 100, 160} {
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 30})
+		foot := strings.Join(m.arenaP.footer(w), "\n")
+		for _, want := range []string{"i partition", "t 2nd request", "x crash", "q quit"} {
+			if !strings.Contains(foot, want) {
+				t.Errorf("at %d columns the footer lacks %q:\n%s", w, want, foot)
+			}
+		}
+		if n := strings.Count(foot, "\n") + 1; n > 3 {
+			t.Errorf("at %d columns the footer takes %d lines:\n%s", w, n, foot)
+		}
+	}
+	press(m, "t")
+	if !strings.Contains(m.msg, "no live buyers now") {
+		t.Errorf("t offline: %q", m.msg)
+	}
+	help := strings.Join(strings.Fields(strings.Join(m.helpP.lines(100), " ")), " ")
+	for _, want := range []string{"i partition", "t 2nd request", "partition: inside its work", "2nd request: its process starts a second order"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	for f, want := range map[sim.Fault]string{
+		sim.FaultPartition: "partition → buyer 3: inside its work, its link to the lock server is cut",
+		sim.FaultSecond:    "second → buyer 3: its process starts a second order now",
+	} {
+		if got := injectAnswer(injectMsg{f: f, who: 3}, false, "i"); !strings.HasPrefix(got, want) {
+			t.Errorf("%s: %q", f, got)
+		}
 	}
 }
 
