@@ -25,9 +25,10 @@ type arena struct {
 	inside                                     map[[2]int]bool // the orders inside: {buyer, order}
 	overlapLogged                              map[[2]int]bool // pairs of buyers whose overlap the log has said
 	armed, failedOver                          bool
-	viol                                       map[steps.Kind]string
-	seen                                       []steps.Kind // the kinds announced, in order
-	first                                      string       // a finished run's headline
+	viol                                       map[steps.Kind]string        // the referee's sentence for each kind it found
+	violAt                                     map[steps.Kind]time.Duration // when it said it
+	seen                                       []steps.Kind                 // the kinds announced, in order
+	first                                      string                       // a finished run's headline
 	log                                        []string
 	noLock                                     bool // the step takes no lock (step 1)
 	now                                        time.Duration
@@ -50,7 +51,7 @@ func newArena(sc steps.Scenario, t sim.Timing, stock int, lockKey string, canFai
 	}
 	return &arena{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
 		initial: stock, shelf: stock, lock: newLane(0), inside: map[[2]int]bool{}, overlapLogged: map[[2]int]bool{},
-		viol: map[steps.Kind]string{}, roster: roster{retired: map[int]bool{}}}
+		viol: map[steps.Kind]string{}, violAt: map[steps.Kind]time.Duration{}, roster: roster{retired: map[int]bool{}}}
 }
 
 func (a *arena) bucket(d time.Duration) int64 { return int64(d / a.res) }
@@ -280,27 +281,21 @@ func (a *arena) apply(e sim.Event) {
 	case sim.EvReentry:
 		a.logf(e.At, "buyer %d: nested lock failed: %s", e.Buyer, e.Detail)
 	case sim.EvViolation:
-		a.see(e.Viol, e.Detail)
-		detail := e.Detail
-		if e.Viol == steps.Oversold || e.Viol == steps.Flood {
-			// their numbers move on: the SHOP line and INVARIANTS say them as they are now
-			detail = map[steps.Kind]string{steps.Oversold: "more orders confirmed than units left the shelf (SHOP counts them)",
-				steps.Flood: fmt.Sprintf("more than %d Redis commands per confirmed order", steps.FloodLimit)}[e.Viol]
-		}
+		a.see(e.Viol, e.Detail, e.At)
 		if a.judged(e.Viol) {
-			a.logf(e.At, "VIOLATION %s: %s", e.Viol, detail)
+			a.logf(e.At, "VIOLATION %s: %s", e.Viol, e.Detail)
 		} else {
-			a.logf(e.At, "also seen (not judged by %s) %s: %s", a.scenario, e.Viol, detail)
+			a.logf(e.At, "also seen (not judged by %s) %s: %s", a.scenario, e.Viol, e.Detail)
 		}
 	}
 }
 
 // see records kind k, announced with sentence s (the first announcement of a kind is kept).
-func (a *arena) see(k steps.Kind, s string) {
+func (a *arena) see(k steps.Kind, s string, at time.Duration) {
 	if _, ok := a.viol[k]; ok {
 		return
 	}
-	a.viol[k] = oneLine(s)
+	a.viol[k], a.violAt[k] = oneLine(s), at
 	a.seen = append(a.seen, k)
 }
 
@@ -312,12 +307,9 @@ func (a *arena) finish(rep *sim.Report, err error) {
 		return
 	}
 	a.initial, a.shelf, a.confirmed = rep.InitialStock, rep.FinalStock, rep.Confirmed
-	a.viol, a.seen = map[steps.Kind]string{}, nil
+	a.viol, a.violAt, a.seen = map[steps.Kind]string{}, map[steps.Kind]time.Duration{}, nil
 	for _, f := range rep.Explain {
-		a.see(f.Kind, f.Sentence)
+		a.see(f.Kind, f.Sentence, 0)
 	}
-	a.first = ""
-	if len(rep.Explain) > 0 {
-		a.first = oneLine(rep.Headline())
-	}
+	a.first = oneLine(headline(rep))
 }

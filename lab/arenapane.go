@@ -188,7 +188,10 @@ func (p *arenaPane) lessonLines(w int) []string {
 		return l[:min(len(l), 3)]
 	}
 	h := s.handoff
-	if h == nil || h.from != s.cur {
+	switch {
+	case (h == nil || h.from != s.cur) && a.rep != nil && !a.rep.Complete():
+		return wrap(sWarn.Render(fmt.Sprintf("No verdict for %s under %s: ", stepName(st), a.scenario))+"what the referee could not see is said above. Press b to replay, r for live buyers.", w)
+	case h == nil || h.from != s.cur:
 		return wrap(sGood.Render(fmt.Sprintf("%s held under %s. ", upper(stepName(st)), a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
 	}
 	out := wrap(sBad.Render(fmt.Sprintf("✗ Step %d broke. ", st.Number))+sLesson.Render(st.Lesson), w)

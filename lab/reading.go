@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // lockReading is one reading of the lock from the lock server, and the session time it was taken.
@@ -44,6 +46,8 @@ func (a *arena) lockLine(w int) string {
 	switch {
 	case a.done && a.rep != nil && a.rep.Stuck:
 		return ansi.Truncate(head+sWarn.Render(fmt.Sprintf("run over: buyer %d still holds it while units remain (stuck)", a.rep.StuckOwner)), w, "…")
+	case a.done && a.rep != nil && unprobed(a.rep):
+		return ansi.Truncate(head+sWarn.Render("run over: the referee could not probe it at the end, so whether it was left held is not known"), w, "…")
 	case a.done:
 		return ansi.Truncate(head+"run over: nobody was left holding it while units remained", w, "…")
 	case !a.read:
@@ -65,6 +69,16 @@ func (a *arena) lockLine(w int) string {
 	}
 	parts = append(parts, sDim.Render("key "+a.lockKey))
 	return ansi.Truncate(head+strings.Join(parts, " · "), w, "…")
+}
+
+// unprobed tells whether the referee could not probe the lock at the end of a run (stuck unseen).
+func unprobed(rep *sim.Report) bool {
+	for _, b := range rep.Untracked {
+		if slices.Contains(b.Kinds, steps.Stuck) {
+			return true
+		}
+	}
+	return false
 }
 
 // buyerName is "buyer 3", or "buyer 3 (retired)" for a live buyer the learner took away.

@@ -234,6 +234,8 @@ func (m *model) finishBreak(rep *sim.Report, err error) {
 	case len(rep.Violations) > 0:
 		m.handoff = newHandoff(m.steps, m.cur, st.BreakWith, rep.Violations)
 		m.msg = fmt.Sprintf("%s broke under %s", stepName(st), st.BreakWith)
+	case !rep.Complete():
+		m.msg = fmt.Sprintf("%s under %s: no verdict — the referee could not judge %s", stepName(st), st.BreakWith, kindList(rep.Unjudged))
 	default:
 		m.msg = fmt.Sprintf("%s held under %s this time", stepName(st), st.BreakWith)
 	}
