@@ -54,7 +54,7 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 		}
 		m.buyers = n
 		live.SetBuyers(n)
-		m.ar.roster.set(n)
+		m.ar.roster.sync(live.Active())
 		m.msg = buyersText(n)
 		if in.n < 0 {
 			m.msg += fmt.Sprintf("; buyer %d retired (it finishes the order it is in)", m.ar.roster.lastRetired)

@@ -11,25 +11,18 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
-// lockReading is one reading of the lock from the lock server, and the session time it was taken.
-// The LOCK line says what one reading says, and nothing else, so it never contradicts itself.
+// lockReading is one reading of the lock (sim's Arena.Lock: value, TTL and owner of one moment),
+// and the session time it was taken. The LOCK line says what one reading says, and nothing else,
+// so it never contradicts itself.
 type lockReading struct {
 	st sim.LockState
 	at time.Duration
-	// pictureOwner: st.Owner is not sim's but must be taken from the picture when the reading is
-	// applied. sim.Run keeps a canned run's arena to itself, so the lab reads Redis directly and
-	// the feed orders the reading after every event sent before it. Hazard: an event sent while
-	// the reading is under way can still come first (a window of one Redis round trip).
-	pictureOwner bool
 }
 
 // setLock takes a reading, unless a newer one is already in.
 func (a *arena) setLock(r lockReading) {
 	if a.read && r.at < a.lk.at {
 		return
-	}
-	if r.pictureOwner {
-		r.st.Owner = a.owner
 	}
 	a.lk, a.read = r, true
 }
@@ -89,25 +82,23 @@ func (a *arena) buyerName(n int) string {
 	return fmt.Sprintf("buyer %d", n)
 }
 
-// roster follows which live buyers are ordering. Hazard: sim.Live is not asked; the lab follows
-// its documented rule — processes are numbered in the order they are made, and SetBuyers retires
-// the newest first — so a change of that rule in sim must change this too.
+// roster follows which live buyers are ordering, as sim says (Live.Active): a buyer that was and
+// is no longer is retired.
 type roster struct {
-	made        int   // processes made so far
 	active      []int // the buyers ordering, oldest first
 	retired     map[int]bool
 	lastRetired int
 }
 
-// set makes n buyers active, retiring the newest or making new ones.
-func (r *roster) set(n int) {
-	for len(r.active) > n {
-		last := r.active[len(r.active)-1]
-		r.retired[last], r.lastRetired = true, last
-		r.active = r.active[:len(r.active)-1]
+// sync takes the buyers still ordering from sim.
+func (r *roster) sync(active []int) {
+	for _, n := range r.active {
+		if !slices.Contains(active, n) {
+			r.retired[n], r.lastRetired = true, n
+		}
 	}
-	for len(r.active) < n {
-		r.made++
-		r.active = append(r.active, r.made)
+	for _, n := range active {
+		delete(r.retired, n)
 	}
+	r.active = slices.Clone(active)
 }

@@ -40,10 +40,10 @@ func TestLockLineSaysOneReading(t *testing.T) {
 	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 4 · no TTL: held until deleted") {
 		t.Errorf("no TTL: %q", l)
 	}
-	// A canned run's reading takes its owner from the picture, at the place in the feed it has.
-	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "x", TTL: time.Second}, at: 5 * time.Millisecond, pictureOwner: true})
-	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 5 ·") {
-		t.Errorf("picture's owner: %q", l)
+	// An older reading never replaces a newer one.
+	a.setLock(lockReading{st: sim.LockState{}, at: 2 * time.Millisecond})
+	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 4 ·") {
+		t.Errorf("an older reading: %q", l)
 	}
 }
 
@@ -234,8 +234,8 @@ func TestCodeCommentsWrapAsComments(t *testing.T) {
 func TestRetiredBuyersAreNamedSo(t *testing.T) {
 	m := liveArena(t, 4)
 	a := m.ar
-	a.roster.set(12)
-	a.roster.set(1)
+	a.roster.sync([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	a.roster.sync([]int{1})
 	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 12})
 	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "t", TTL: time.Second, Owner: 12}, at: time.Millisecond})
 	if l := a.lockLine(100); !strings.Contains(l, "owner buyer 12 (retired)") {
