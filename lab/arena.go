@@ -156,6 +156,7 @@ func (a *arena) apply(e sim.Event) {
 			}
 		}
 	case sim.EvStart:
+		l.under[e.Order] = true
 		l.order(e.Order, true, false)
 		l.touch(b)
 	case sim.EvEnter:
@@ -183,6 +184,7 @@ func (a *arena) apply(e sim.Event) {
 			l.touch(b)
 		}
 	case sim.EvDone:
+		delete(l.under, e.Order)
 		l.order(e.Order, false, false)
 		if !l.inside {
 			l.overlap = false
@@ -275,6 +277,7 @@ func (a *arena) apply(e sim.Event) {
 	case sim.EvCrashed:
 		l.crashed, l.frozen, l.cut, l.holding = true, false, false, false
 		clear(l.waitO)
+		clear(l.under)
 		l.order(0, false, false)
 		l.touch(b)
 		a.logf(e.At, "buyer %d crashed", e.Buyer)

@@ -36,12 +36,13 @@ type lane struct {
 	// the buyer's state now
 	waiting, inside, overlap, holding, frozen, crashed, cut bool
 	own                                                     int // lock lane: the owner now
-	// the buyer's orders under way (a second request makes two): waiting for the lock, inside
-	waitO, inO map[int]bool
+	// the buyer's orders under way (a second request makes two): started and not returned,
+	// waiting for the lock, inside
+	under, waitO, inO map[int]bool
 }
 
 func newLane(n int) *lane {
-	return &lane{n: n, painted: -1, waitO: map[int]bool{}, inO: map[int]bool{}}
+	return &lane{n: n, painted: -1, under: map[int]bool{}, waitO: map[int]bool{}, inO: map[int]bool{}}
 }
 
 // order sets order k's state: waiting for the lock, inside, or neither (ended).

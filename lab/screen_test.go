@@ -258,3 +258,40 @@ func TestLatestViolationIsNotCut(t *testing.T) {
 		t.Fatalf("the latest violation is cut:\n%s", v)
 	}
 }
+
+// TestFaultThenWhatCameOfIt: after a fault hit a buyer, the first thing that came of it is added
+// to the status line in the referee's words (its overlap), or, for a second request, that the
+// second order waits; another message in between stops it.
+func TestFaultThenWhatCameOfIt(t *testing.T) {
+	m := liveArena(t, 9)
+	m.injected(injectMsg{gen: m.gen, f: sim.FaultSecond, who: 3})
+	said := m.msg
+	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Detail: "buyer 1 and buyer 2 were both inside"})
+	if m.msg != said {
+		t.Fatalf("another pair's overlap: %q", m.msg)
+	}
+	const ov = "two orders of buyer 3 were both inside the critical section for 41 ms"
+	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 3, Other: 3, Detail: ov})
+	if m.msg != said+"; then: "+ov || m.after != nil {
+		t.Fatalf("then: %q", m.msg)
+	}
+	// the second order's start reaches the picture before the key's answer does
+	m.ar.apply(sim.Event{Kind: sim.EvStart, Buyer: 3, Order: 6})
+	m.ar.apply(sim.Event{Kind: sim.EvEnter, Buyer: 3, Order: 6})
+	m.ar.apply(sim.Event{Kind: sim.EvStart, Buyer: 3, Order: 7})
+	m.injected(injectMsg{gen: m.gen, f: sim.FaultSecond, who: 3})
+	for _, e := range []sim.Event{{Kind: sim.EvStart, Buyer: 3, Order: 8}, {Kind: sim.EvDone, Buyer: 3, Order: 8, Detail: "ok"}, {Kind: sim.EvExit, Buyer: 3, Order: 6}, {Kind: sim.EvDone, Buyer: 3, Order: 6, Detail: "ok"},
+		{Kind: sim.EvEnter, Buyer: 3, Order: 7}} {
+		m.ar.apply(e)
+		m.follow(e)
+	}
+	if !strings.HasSuffix(m.msg, "then: buyer 3's second order waited its turn: it went in only once its other order had returned") {
+		t.Fatalf("waits: %q", m.msg)
+	}
+	m.injected(injectMsg{gen: m.gen, f: sim.FaultPartition, who: 1})
+	m.msg = "orders resumed"
+	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Detail: "buyer 1 and buyer 2 were both inside"})
+	if m.msg != "orders resumed" {
+		t.Fatalf("a newer message was overwritten: %q", m.msg)
+	}
+}

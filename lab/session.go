@@ -26,8 +26,9 @@ type session struct {
 	// a canned run's arena, from sim.Config.OnArena until sim.Run returns: the lock is read
 	// from it as a live session's is. Hazard: never kept past the run (OnArena's rule); mu
 	// also keeps the run from ending while a reading is under way.
-	mu    sync.Mutex
-	arena *sim.Arena
+	mu      sync.Mutex
+	arena   *sim.Arena
+	stopped bool // stop has begun: no fault may reach the live buyers any more
 }
 
 // setArena is OnArena: the canned run's arena, or nil once the run is over.
@@ -53,6 +54,9 @@ func (s *session) readLock(ctx context.Context) (sim.LockState, bool) {
 // stop ends everything the session started; it may block (orders finishing), so the model runs
 // it in the background.
 func (s *session) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
 	if s.cancel != nil {
 		s.cancel()
 		<-s.ran
@@ -210,6 +214,7 @@ func (m *model) feedIn(msg feedMsg) tea.Cmd {
 			m.ar.setLock(*it.lock)
 		} else {
 			m.ar.apply(it.ev)
+			m.follow(it.ev)
 		}
 	}
 	if !was && m.ar.failedOver && m.ar.scenario == "" {

@@ -223,14 +223,14 @@ func TestTUIFlags(t *testing.T) {
 
 // TestInjectAnswer: a fault key's answer agrees with the reading taken after it.
 func TestInjectAnswer(t *testing.T) {
-	if s := injectAnswer(injectMsg{f: sim.FaultCrash, err: sim.ErrNoHolder}, false, "x"); !strings.Contains(s, "nobody holds the lock") {
+	if s := injectAnswer(injectMsg{f: sim.FaultCrash, err: sim.ErrNoHolder}, false, "x"); !strings.Contains(s, "nobody held the lock for a whole TTL after the key") {
 		t.Errorf("no holder: %q", s)
 	}
 	taken := injectMsg{f: sim.FaultReentrant, err: sim.ErrNoHolder, lock: lockReading{st: sim.LockState{Held: true, Owner: 4}}}
-	if s := injectAnswer(taken, false, "n"); !strings.Contains(s, "nobody held the lock when the key arrived; buyer 4 has taken it since — press n again") {
+	if s := injectAnswer(taken, false, "n"); !strings.Contains(s, "buyer 4 has taken it since — press n again") {
 		t.Errorf("no holder, then buyer 4: %q", s)
 	}
-	if s := injectAnswer(injectMsg{f: sim.FaultCrash, err: sim.ErrNoHolder}, true, "x"); !strings.Contains(s, "nobody is inside the critical section") {
+	if s := injectAnswer(injectMsg{f: sim.FaultCrash, err: sim.ErrNoHolder}, true, "x"); !strings.Contains(s, "nobody was inside the critical section for a whole TTL") {
 		t.Errorf("no lock: %q", s)
 	}
 	if s := injectAnswer(injectMsg{f: sim.FaultSlow, who: 3}, false, "s"); !strings.Contains(s, "slow → buyer 3: its work") {
