@@ -102,12 +102,17 @@ func TestSecondRequestAndPartition(t *testing.T) {
 	}
 	ev(8, sim.EvPartitioned, 1, 0)
 	a.advance(at(10))
-	if l := tl.View()[2]; !strings.Contains(l, "█┄┄") || !strings.HasSuffix(l, "┄ cut off") {
-		t.Errorf("cut off: %q", l)
+	if l := tl.View()[2]; !strings.Contains(l, "█▒▒") || !strings.HasSuffix(l, "▒ in, cut off") {
+		t.Errorf("inside, cut off: %q", l)
 	}
-	ev(11, sim.EvHealed, 1, 0)
+	ev(11, sim.EvExit, 1, 2) // a lease guard stops it (step 12)
 	a.advance(at(12))
-	if l := tl.View()[2]; !strings.HasSuffix(l, "█ inside") {
+	if l := tl.View()[2]; !strings.Contains(l, "▒▒┄") || !strings.HasSuffix(l, "┄ cut off") {
+		t.Errorf("stopped, still cut off: %q", l)
+	}
+	ev(13, sim.EvHealed, 1, 0)
+	a.advance(at(14))
+	if l := tl.View()[2]; !strings.HasSuffix(l, "┄┄═         ═ holds") {
 		t.Errorf("healed: %q", l)
 	}
 	log := strings.Join(a.log, "\n")

@@ -231,7 +231,7 @@ func (p *arenaPane) footer(w int) []string {
 }
 
 var legendItems = [][]string{
-	{"█ inside", "▓ OVERLAP", "═ holds", "· waiting", "~ spins", "‖ frozen", "× crashed", "┄ cut off", "─/═ lock free/held"},
+	{"█ inside", "▓ OVERLAP", "═ holds", "· waits", "~ spins", "‖ frozen", "× crashed", "┄/▒ cut off", "─/═ lock free/held"},
 	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "F/? failover/lost"},
 }
 

@@ -81,7 +81,8 @@ const helpBreak = "b replays the scenario that breaks this step. After it breaks
 const helpTimeline = "One lane per buyer, one for the lock server; time runs left to right, one column = TTL/20. " +
 	"Buyer lanes: █ inside the critical section, ▓ inside while another order is inside too (an overlap; a buyer's two orders " +
 	"after a second request count too), ═ holds the lock outside it, · waiting (on steps 2–6, which never wait: a refused attempt), " +
-	"~ spinning (asking for the lock again and again), ┄ cut off from the lock server (a partition), ‖ frozen, × crashed. " +
+	"~ spinning (asking for the lock again and again), ┄ cut off from the lock server (a partition), ▒ inside and cut off " +
+	"(its lock can tell it nothing: it works on), ‖ frozen, × crashed. " +
 	"The status after a lane says \"▓ 2 inside\" when a buyer's two orders are inside together, \"+1 waits\" when its second one waits its turn. " +
 	"Marks: G GET stock, S SET stock, o GET lock (the owner check), D DEL lock, L a holder's Lua script (unlock or renewal), P TTL renewal. " +
 	"Lock lane: ─ free, ═ held, with the owner's number at the start of each hold, x expired, ! deleted by a non-owner, F failover, ? lost in the failover. " +

@@ -13,7 +13,8 @@ const (
 	stWait
 	stHold    // owns the lock, outside the critical section
 	stInside  // inside the critical section
-	stCut     // cut off from the lock server (a partition), inside or not
+	stCut     // cut off from the lock server (a partition), not inside
+	stCutIn   // inside, cut off from the lock server: its lock cannot tell it anything
 	stOverlap // inside while another order is inside too
 	stFrozen
 	stCrashed
@@ -68,6 +69,8 @@ func (l *lane) state() uint8 {
 		return stFrozen
 	case l.inside && l.overlap:
 		return stOverlap
+	case l.cut && l.inside:
+		return stCutIn
 	case l.cut:
 		return stCut
 	case l.inside:

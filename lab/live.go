@@ -63,6 +63,10 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 		}
 	case injectFault:
 		f := in.f
+		if m.ar.shelf <= 0 && f != sim.FaultFailover {
+			m.msg = fmt.Sprintf("%s: the shelf is sold out, so nobody orders and nothing can be hit — r restocks", f)
+			return nil
+		}
 		m.msg = fmt.Sprintf("%s → … (waiting up to a TTL for a holder)", f)
 		s, within := m.sess, m.timing().TTL
 		return func() tea.Msg {
@@ -151,7 +155,10 @@ func (af *aftermath) then(e sim.Event, a *arena) string {
 		return fmt.Sprintf("buyer %d's second order waited its turn: it went in only once its other order had returned", af.who)
 	case af.f == sim.FaultPartition && e.Kind == sim.EvDone && e.Buyer == af.who && e.Detail != "ok" && !strings.HasPrefix(e.Detail, "sold, but"):
 		// a lease guard stopped the order (12+): it returns without writing
-		return fmt.Sprintf("buyer %d's order returned: %s", af.who, e.Detail)
+		if e.Detail == "ok, but sold nothing" {
+			return fmt.Sprintf("buyer %d's order returned without selling anything", af.who)
+		}
+		return fmt.Sprintf("buyer %d's order returned without selling anything: %s", af.who, e.Detail)
 	}
 	return ""
 }

@@ -150,7 +150,7 @@ func (t *timeline) laneStatus(l *lane, nowB int64) string {
 	case st == stIdle && t.a.roster.retired[l.n]:
 		return sDim.Render("  retired")
 	}
-	return sCell[st].Render(string(glyph[st]) + " " + [...]string{"idle", "waiting", "holds", "inside", "cut off", "OVERLAP", "frozen", "crashed"}[st])
+	return sCell[st].Render(string(glyph[st]) + " " + [...]string{"idle", "waiting", "holds", "inside", "cut off", "in, cut off", "OVERLAP", "frozen", "crashed"}[st])
 }
 
 func spinning(l *lane, nowB int64) bool {
