@@ -130,7 +130,7 @@ func (a *arena) apply(e sim.Event) {
 		case strings.HasPrefix(d, "GET stock"):
 			l.mark(b, 'G')
 		case strings.HasPrefix(d, "SET stock"):
-			l.mark(b, 'S')
+			// drawn when the write lands (EvWrite): a paused process sends it only after the pause
 		case d == "GET lock":
 			l.mark(b, 'o')
 		case d == "DEL lock":
@@ -168,6 +168,7 @@ func (a *arena) apply(e sim.Event) {
 		a.logf(e.At, "buyer %d is inside: read stock %d", e.Buyer, e.Stock)
 		a.setOverlap(b)
 	case sim.EvWrite:
+		l.mark(b, 'S')
 		a.confirmed++
 		a.shelf = e.Stock
 		a.logf(e.At, "buyer %d wrote stock %d: order confirmed", e.Buyer, e.Stock)

@@ -78,6 +78,11 @@ const helpBreak = "b replays the scenario that breaks this step. After it breaks
 	"else its number — and opens its diff. When the next step clears only some of them, it says which; when no step " +
 	"does, it says so."
 
+const helpVerdict = "INVARIANTS says, for each kind, what the referee judged: ✗ it found a violation (its sentence says how, " +
+	"and while buyers run, when it found it), ✓ it judged the kind and found none, ? no verdict — not yet (stuck and idle are " +
+	"judged at the end of a scenario; a live session never judges idle) or it could not see (the line under it says why), " +
+	"– not judged by this scenario."
+
 const helpTimeline = "One lane per buyer, one for the lock server; time runs left to right, one column = TTL/20. " +
 	"Buyer lanes: █ inside the critical section, ▓ inside while another order is inside too (an overlap; a buyer's two orders " +
 	"after a second request count too), ═ holds the lock outside it, · waiting (on steps 2–6, which never wait: a refused attempt), " +
@@ -96,7 +101,7 @@ func (p *helpPane) lines(w int) []string {
 		b = append(b, "", sLabel.Render(g.title))
 		b = append(b, strings.Split(p.hm.FullHelpView(g.km.FullHelp()), "\n")...)
 	}
-	for _, sec := range [][2]string{{"Faults", helpFaults}, {"After a break", helpBreak}, {"The timeline", helpTimeline}} {
+	for _, sec := range [][2]string{{"Faults", helpFaults}, {"After a break", helpBreak}, {"Invariants", helpVerdict}, {"The timeline", helpTimeline}} {
 		b = append(b, "", sBold.Render(sec[0]))
 		b = append(b, wrap(sec[1], w)...)
 	}

@@ -128,7 +128,8 @@ func (k arenaKeys) faultRow() []key.Binding {
 }
 
 func (k arenaKeys) FullHelp() [][]key.Binding {
-	return [][]key.Binding{k.faultRow(), {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster}, {k.Code, k.Back}}
+	f := k.faultRow()
+	return [][]key.Binding{f[:5], f[5:], {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster}, {k.Code, k.Back}}
 }
 
 // codeKeys scroll the code pane and switch between diff and source.
