@@ -63,6 +63,15 @@ func TestLockLaneNumbersAreWhole(t *testing.T) {
 	if !strings.HasPrefix(lock, "lock  12═══3═══10════──") {
 		t.Errorf("lock lane %q", lock)
 	}
+	// holds one column long, one after another: 8, 1, 5 must not read as buyer 815
+	for _, h := range []struct{ b, n int }{{17, 8}, {18, 1}, {19, 5}} {
+		a.apply(sim.Event{At: at(h.b), Kind: sim.EvAcquired, Buyer: h.n})
+	}
+	a.apply(sim.Event{At: at(20), Kind: sim.EvReleased, Buyer: 5})
+	a.advance(at(22))
+	if lock := tl.View()[1]; !strings.Contains(lock, "──8═5═──") {
+		t.Errorf("short holds in a row: %q", lock)
+	}
 }
 
 // TestNamedBuyersAreShown: when not every lane fits, the buyers the verdict names are drawn and
