@@ -196,7 +196,8 @@ func TestTmux80x24(t *testing.T) {
 				t.Errorf("the LOCK line showed an owner before the arena was on screen:\n%s", s)
 			}
 			l.send("b")
-			s = l.waitFor(90*time.Second, fmt.Sprintf("step %d broke under", n), "q quit")
+			l.waitFor(90*time.Second, fmt.Sprintf("step %d broke under", n), "q quit")
+			s = l.settled(10 * time.Second) // not a frame caught half painted
 			flat := strings.Join(strings.Fields(s), " ")
 			// every buyer the verdict names has a lane (idle names none)
 			first := flat[strings.Index(flat, "first violation:"):]
@@ -242,6 +243,25 @@ func TestTmux80x24(t *testing.T) {
 			l.send("q")
 			l.waitFor(15*time.Second, "LAB-EXITED=0")
 		})
+	}
+}
+
+// settled polls the pane until two captures 150 ms apart agree (a finished run's screen stands
+// still; a capture can catch the terminal halfway through painting a frame), and returns it.
+func (l *tmuxLab) settled(d time.Duration) string {
+	l.t.Helper()
+	deadline := time.Now().Add(d)
+	last := l.screen()
+	for {
+		time.Sleep(150 * time.Millisecond)
+		s := l.screen()
+		if s == last {
+			return s
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("after %s the pane still changes:\n%s", d, s)
+		}
+		last = s
 	}
 }
 
