@@ -63,9 +63,9 @@ func (c *counter) take() []string {
 	return n
 }
 
-// newClient returns a client of the benchmark's redis-server whose commands c counts.
-func newClient(c *counter) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+// newClient returns a client of the redis-server at addr whose commands c counts.
+func newClient(addr string, c *counter) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	rdb.AddHook(c)
 	return rdb
 }

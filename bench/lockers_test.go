@@ -7,6 +7,7 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/lockstep-lab/lockstep/steps"
 	step04 "github.com/lockstep-lab/lockstep/steps/04_atomic_ttl"
@@ -15,39 +16,63 @@ import (
 	step07 "github.com/lockstep-lab/lockstep/steps/07_spin"
 	step08 "github.com/lockstep-lab/lockstep/steps/08_watchdog"
 	step09 "github.com/lockstep-lab/lockstep/steps/09_lua_unlock"
+	"github.com/redis/go-redis/v9"
 )
+
+// contenders is the table every benchmark iterates: one line per lock, in the order of the tables
+// that run.sh prints. Adding a lock is adding its line (and, for a step, its import). A step that
+// does not exist yet is not listed.
+//
+//   - peer: a library we compare against. Each lock's time is reported as a ratio to the best peer
+//     (the lowest median) among the peers with the same number of nodes.
+//   - nodes: the independent redis-servers the lock spans. Its constructor gets one client per node
+//     in proc.Nodes (proc.Redis is Nodes[0]). A lock on 3 nodes (a Redlock) is compared with the
+//     3-node peers only.
+//   - blocking: Lock waits inside until it holds the key. A non-blocking lock (04–06) answers false
+//     at once, and the contended benchmark's harness asks it again after retrySleep.
+//
+// Hazard: a peer's figures depend on its options (retry pauses above all); each adapter below says
+// which it uses, and docs/performance.md repeats them beside the numbers.
+var contenders = []contender{
+	{name: "lockstep-04_atomic_ttl", nodes: 1, new: step(step04.New)},
+	{name: "lockstep-05_owner", nodes: 1, new: step(step05.New)},
+	{name: "lockstep-06_reentrant", nodes: 1, new: step(step06.New)},
+	{name: "lockstep-07_spin", nodes: 1, blocking: true, new: step(step07.New)},
+	{name: "lockstep-08_watchdog", nodes: 1, blocking: true, new: step(step08.New)},
+	{name: "lockstep-09_lua_unlock", nodes: 1, blocking: true, new: step(step09.New)},
+	{name: "redislock", peer: true, nodes: 1, blocking: true, new: newRedislock(time.Millisecond)},
+	{name: "redislock-10ms", peer: true, nodes: 1, blocking: true, new: newRedislock(10 * time.Millisecond)},
+	{name: "redsync", peer: true, nodes: 1, blocking: true, new: newRedsync},
+	{name: "redsync-3nodes", peer: true, nodes: 3, blocking: true, new: newRedsync},
+}
 
 // contender is one lock implementation under benchmark, seen through the lab's steps.Locker.
 type contender struct {
-	name string
-	// blocking: Lock waits inside until it holds the key (07–09, redislock with a retry strategy,
-	// redsync with its retries). Otherwise (04–06) Lock answers false at once when the key is taken
-	// and the harness retries after retrySleep.
+	name     string
+	peer     bool
+	nodes    int
 	blocking bool
-	new      func(steps.Proc) steps.Locker
+	new      func(proc) steps.Locker
 }
 
-// contenders are every step from the first with a TTL set atomically (04) to the last single-node
-// step (09), then the two peers. Steps 01–03 are left out: 01/02 have no TTL in the same command
-// and 03 differs from 02 only in its caller.
-var contenders = []contender{
-	{"lockstep-04_atomic_ttl", false, step04.New},
-	{"lockstep-05_owner", false, step05.New},
-	{"lockstep-06_reentrant", false, step06.New},
-	{"lockstep-07_spin", true, step07.New},
-	{"lockstep-08_watchdog", true, step08.New},
-	{"lockstep-09_lua_unlock", true, step09.New},
-	{"redislock", true, newRedislock},
-	{"redsync", true, newRedsync},
+// proc is what a contender's constructor is given: one benchmark process. Proc is the lab's
+// steps.Proc, whose Redis is the client of the first node; Nodes holds the process's own client of
+// every node the lock spans. Hazard: a multi-node lock built from Proc alone would silently run on
+// one node.
+type proc struct {
+	steps.Proc
+	Nodes []*redis.Client
 }
 
-// peerBackoff is redislock's retry pause (redislock.LinearBackoff): the same pause the harness
-// sleeps between tries of the non-blocking steps 04–06, so the two polling designs compare.
-const peerBackoff = time.Millisecond
+// step adapts a step package's New to the table: a step takes the lab's steps.Proc.
+func step(newLocker func(steps.Proc) steps.Locker) func(proc) steps.Locker {
+	return func(p proc) steps.Locker { return newLocker(p.Proc) }
+}
 
 // redislockLocker adapts github.com/bsm/redislock to steps.Locker: Obtain (a Lua script: SET NX
-// with the token, sent as EVALSHA) retried every peerBackoff until the ctx deadline, and
-// Release (a Lua GET-compare-DEL, EVALSHA).
+// with the token, sent as EVALSHA) retried every backoff until the ctx deadline, and Release (a
+// Lua GET-compare-DEL, EVALSHA). Hazard: Unlock forgets the lock before it knows whether the
+// release reached Redis, as a caller of redislock would.
 type redislockLocker struct {
 	c    *redislock.Client
 	ttl  time.Duration
@@ -55,11 +80,17 @@ type redislockLocker struct {
 	held *redislock.Lock
 }
 
-func newRedislock(p steps.Proc) steps.Locker {
-	return &redislockLocker{
-		c:   redislock.New(p.Redis),
-		ttl: p.TTL,
-		opt: &redislock.Options{RetryStrategy: redislock.LinearBackoff(peerBackoff)},
+// newRedislock returns the constructor of a redislock client that retries with
+// redislock.LinearBackoff(backoff): 1 ms is the pause the harness sleeps between tries of the
+// non-blocking steps 04–06, so the two polling designs compare; 10 ms is the peer issue 9's
+// contended goal names.
+func newRedislock(backoff time.Duration) func(proc) steps.Locker {
+	return func(p proc) steps.Locker {
+		return &redislockLocker{
+			c:   redislock.New(p.Redis),
+			ttl: p.TTL,
+			opt: &redislock.Options{RetryStrategy: redislock.LinearBackoff(backoff)},
+		}
 	}
 }
 
@@ -90,18 +121,23 @@ func (l *redislockLocker) Unlock(ctx context.Context, key string) error {
 	return nil
 }
 
-// redsyncLocker adapts github.com/go-redsync/redsync/v4 with one pool (goredis v9 on the process's
-// client) to steps.Locker: Mutex.LockContext (SET NX PX, with its default 32 tries 50–250 ms
-// apart) and UnlockContext (a Lua GET-compare-DEL, EVALSHA). A failed try also sends that release
-// script, as redsync does.
+// redsyncLocker adapts github.com/go-redsync/redsync/v4, one pool (goredis v9) per node of the
+// process, to steps.Locker: Mutex.LockContext (SET NX PX on every node in parallel, a majority
+// needed, with its default 32 tries 50–250 ms apart) and UnlockContext (a Lua GET-compare-DEL,
+// EVALSHA, on every node). A failed try also sends that release script to every node, as redsync
+// does. Hazard: each command runs in a goroutine of its own, even on one node.
 type redsyncLocker struct {
 	rs  *redsync.Redsync
 	ttl time.Duration
 	m   *redsync.Mutex
 }
 
-func newRedsync(p steps.Proc) steps.Locker {
-	return &redsyncLocker{rs: redsync.New(redsyncgoredis.NewPool(p.Redis)), ttl: p.TTL}
+func newRedsync(p proc) steps.Locker {
+	pools := make([]redsyncredis.Pool, len(p.Nodes))
+	for i, rdb := range p.Nodes {
+		pools[i] = redsyncgoredis.NewPool(rdb)
+	}
+	return &redsyncLocker{rs: redsync.New(pools...), ttl: p.TTL}
 }
 
 func (l *redsyncLocker) Lock(ctx context.Context, key string) (bool, error) {
@@ -109,14 +145,23 @@ func (l *redsyncLocker) Lock(ctx context.Context, key string) (bool, error) {
 		l.m = l.rs.NewMutex(key, redsync.WithExpiry(l.ttl))
 	}
 	err := l.m.LockContext(ctx)
-	if errors.Is(err, redsync.ErrFailed) {
+	// After its last try redsync returns ErrFailed, or that try's error: *ErrTaken when a majority
+	// of nodes hold the key, or *ErrNodeTaken joined with the other nodes' answers. A node that
+	// could not be reached (*RedisError) is an error of the benchmark, never a busy lock.
+	var (
+		broken    *redsync.RedisError
+		taken     *redsync.ErrTaken
+		nodeTaken *redsync.ErrNodeTaken
+	)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &broken):
+		return false, err
+	case errors.Is(err, redsync.ErrFailed), errors.As(err, &taken), errors.As(err, &nodeTaken):
 		return false, ctx.Err()
 	}
-	var taken redsync.ErrTaken
-	if errors.As(err, &taken) {
-		return false, ctx.Err()
-	}
-	return err == nil, err
+	return false, err
 }
 
 func (l *redsyncLocker) Unlock(ctx context.Context, key string) error {

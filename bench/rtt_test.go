@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,25 +15,29 @@ import (
 // them), and pins the final step's count: 3 on the cold first cycle (SET NX PX, EVALSHA answered
 // NOSCRIPT, EVAL), 2 from then on (SET NX PX, EVALSHA).
 func TestRoundTrips(t *testing.T) {
-	needRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin := redis.NewClient(&redis.Options{Addr: redisAddr})
-	defer admin.Close()
 	for _, c := range contenders {
 		t.Run(c.name, func(t *testing.T) {
-			if err := admin.ScriptFlush(ctx).Err(); err != nil {
-				t.Fatal(err)
-			}
+			addrs := needNodes(t, c.nodes)
 			var cnt counter
-			rdb := newClient(&cnt)
-			defer rdb.Close()
-			if err := rdb.Ping(ctx).Err(); err != nil { // dial before recording
-				t.Fatal(err)
+			for _, addr := range addrs {
+				admin := redis.NewClient(&redis.Options{Addr: addr})
+				err := admin.ScriptFlush(ctx).Err()
+				admin.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
 			ps := newProcs()
 			defer ps.stop()
-			l := c.new(steps.Proc{ID: "rtt-1", Redis: rdb, TTL: ttl, Go: ps.Go})
+			l, nodes, closeClients := newProc(c, addrs, "rtt-1", &cnt, ps)
+			defer closeClients()
+			for _, rdb := range nodes {
+				if err := rdb.Ping(ctx).Err(); err != nil { // dial before recording
+					t.Fatal(err)
+				}
+			}
 			key := uniqueKey("rtt", c.name)
 			cnt.rec.Store(true)
 			var cycles [][]string

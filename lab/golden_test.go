@@ -60,7 +60,7 @@ func recordRun(t testing.TB) {
 		return
 	}
 	recordedOnce = true
-	env, err := redisenv.Open("")
+	env, err := redisenv.Open("", redisenv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

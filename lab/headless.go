@@ -66,10 +66,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// openBackend opens the backend name: a bad name is the caller's input (exit 2), a backend that
-// cannot start is the machine's (exit 1).
-func openBackend(name string) (redisenv.Env, error) {
-	env, err := redisenv.Open(name)
+// openBackend opens the backend name with st's topology: a bad name is the caller's input (exit
+// 2), a backend that cannot start is the machine's (exit 1).
+func openBackend(name string, st *steps.Step) (redisenv.Env, error) {
+	env, err := redisenv.Open(name, redisenv.Options{Nodes: st.Nodes})
 	if errors.Is(err, redisenv.ErrBadName) {
 		return nil, usageError("%v", err)
 	}
@@ -78,7 +78,7 @@ func openBackend(name string) (redisenv.Env, error) {
 
 // runOnce plays sc against st on a fresh env of backend.
 func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
-	env, err := openBackend(backend)
+	env, err := openBackend(backend, st)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	incomplete := 0
 	for _, st := range rows {
 		for _, sc := range steps.Scenarios {
-			env, err := openBackend(*backend)
+			env, err := openBackend(*backend, st)
 			if err != nil {
 				return err
 			}

@@ -140,7 +140,7 @@ func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (
 	if m.opt.offline {
 		return nil, nil
 	}
-	env, err := redisenv.Open(m.opt.backend)
+	env, err := redisenv.Open(m.opt.backend, redisenv.Options{Nodes: m.step().Nodes})
 	if err != nil {
 		m.msg = "cannot start Redis: " + err.Error()
 		return nil, nil

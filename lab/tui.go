@@ -61,7 +61,7 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 		return usageError("-stock %d: want 1…1000", *stock)
 	}
 	// Fail before the screen changes if the backend cannot start.
-	env, err := redisenv.Open(*backend)
+	env, err := redisenv.Open(*backend, redisenv.Options{})
 	if err != nil {
 		return usageError("%v", err)
 	}

@@ -17,10 +17,12 @@ const (
 	Partition   Scenario = "partition"
 	TwoRequests Scenario = "two-requests"
 	Greedy      Scenario = "greedy"
+	Restart     Scenario = "restart"
+	ClockSkew   Scenario = "clock-skew"
 )
 
 // Scenarios lists every scenario in matrix order.
-var Scenarios = []Scenario{Contention, Error, Crash, Slow, UnlockRace, Reentrant, Pause, Failover, Load, Partition, TwoRequests, Greedy}
+var Scenarios = []Scenario{Contention, Error, Crash, Slow, UnlockRace, Reentrant, Pause, Failover, Load, Partition, TwoRequests, Greedy, Restart, ClockSkew}
 
 // Kind names one invariant a referee judges; a violation is reported by its Kind.
 type Kind string
@@ -68,6 +70,8 @@ var Judges = map[Scenario][]Kind{
 	Partition:   {Overlap, Oversold},
 	TwoRequests: {Overlap, Oversold},
 	Greedy:      {Starved},
+	Restart:     {Overlap, Oversold},
+	ClockSkew:   {Overlap, Oversold},
 }
 
 // Describe says in a few words what a scenario does to the first lock holder.
@@ -84,6 +88,8 @@ var Describe = map[Scenario]string{
 	Partition:   "the holder loses its link to the lock server (not to the inventory) for ~3 × TTL inside its work, then writes",
 	TwoRequests: "one process serves two orders at once with one Locker (two goroutines of one server)",
 	Greedy:      "one buyer orders again the instant its order returns; after each release its retry reaches Redis first",
+	Restart:     "a lock node restarts without persistence and forgets the lock while its holder works",
+	ClockSkew:   "a second process whose wall clock runs 3 × TTL ahead asks for the lock while the holder works",
 }
 
 // ParseScenario returns the scenario with the given name.

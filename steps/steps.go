@@ -70,6 +70,10 @@ type Proc struct {
 	// Ctx is the process's lifetime: it ends when the process dies. A timer of the process (a
 	// lease's renewal) should stop with it, as a dead process's would.
 	Ctx context.Context
+	// Now is the process's wall clock. Hazard: it can be wrong (the clock-skew scenario runs one
+	// process's ahead); a lock that compares times of different clients trusts every clock.
+	// Elapsed time belongs on the monotonic clock (time.Since), which no skew touches.
+	Now func() time.Time
 }
 
 // Errors a step's handler or Locker returns. They all start with "steps:".
@@ -93,6 +97,7 @@ type Step struct {
 	Base    string // the slug of the step this one grows from (its code pane diffs against it); "" for the first
 	Side    bool   // a side road beside the numbered line, not a step of it (the GETSET lock)
 	NoLock  bool   // the step takes no lock at all: faults aimed at a lock holder have nothing to act on
+	Nodes   int    // the lock nodes it needs: 3 for a quorum lock; 0 means 1
 	Title   string // "SET NX PX: lock and TTL in one command"
 	Claim   string // the one-line promise this step makes
 	Article string // the article section it ports

@@ -383,6 +383,20 @@ func (c *Container) LockOptions() *redis.Options {
 // Nodes is the one lock node: the primary and its replica.
 func (c *Container) Nodes() []Node { return []Node{containerNode{c}} }
 
+// NewContainerNodes starts n lock nodes in containers. Hazard: only one is built yet (see
+// NewServerNodes).
+func NewContainerNodes(n int) (*Container, error) {
+	if n > 1 {
+		return nil, fmt.Errorf("%w: the container backend starts one lock node for now", ErrSingleNode)
+	}
+	return NewContainer()
+}
+
+// Restart restarts the lock primary without persistence.
+func (n containerNode) Restart(ctx context.Context) error {
+	return errors.New("redisenv: the container backend cannot restart a node yet")
+}
+
 // containerNode is the Container's lock primary and replica as a Node.
 type containerNode struct{ c *Container }
 

@@ -130,7 +130,7 @@ func TestContainerRefusedAfterCloseAll(t *testing.T) {
 	if err := redisenv.CloseAll(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := redisenv.Open("container")
+	c, err := redisenv.Open("container", redisenv.Options{})
 	if err == nil {
 		c.Close()
 		t.Fatal("Open(container) after CloseAll should fail")
@@ -145,7 +145,7 @@ func TestContainerRefusedAfterCloseAll(t *testing.T) {
 func TestContainerNoDocker(t *testing.T) {
 	if os.Getenv("LOCKSTEP_NO_DOCKER_CHILD") == "1" {
 		start := time.Now()
-		_, err := redisenv.Open("container")
+		_, err := redisenv.Open("container", redisenv.Options{})
 		if !errors.Is(err, redisenv.ErrNoDocker) || strings.Contains(err.Error(), "\n") {
 			t.Fatalf("want one line wrapping ErrNoDocker, got %v", err)
 		}

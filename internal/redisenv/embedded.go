@@ -3,6 +3,7 @@ package redisenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -10,17 +11,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Embedded is the in-process backend: miniredis instances whose TTLs run on the wall clock. Its
-// replica is fed by replaying, in order, every command the primary answered; HoldReplication stops
-// the feed, which is how a write gets lost on failover. Hazard: miniredis is a model of Redis, not
-// Redis; the server backend checks the same verdicts on the real thing.
+// Embedded is the in-process backend: miniredis instances whose TTLs run on the wall clock. Each
+// lock node is a primary with a replica fed by replaying, in order, every command the primary
+// answered; HoldReplication stops the feed, which is how a write gets lost on failover. Hazard:
+// miniredis is a model of Redis, not Redis; the server backend checks the same verdicts on the
+// real thing.
 type Embedded struct {
 	prefix    string
 	inventory *miniredis.Miniredis
-	admin     *redis.Client
-	feed      *redis.Client // to the replica, while it is one
+	nodes     []*embNode
+}
 
-	feedMu sync.Mutex // serialises lock commands with their replay, and with Failover
+// embNode is one embedded lock node: a primary and its replica.
+type embNode struct {
+	name  string
+	admin *redis.Client
+	feed  *redis.Client // to the replica, while it is one
+
+	feedMu sync.Mutex // serialises lock commands with their replay, and with Failover and Restart
 
 	clockMu sync.Mutex // guards clock
 	clock   time.Time  // the time the primary's clock was last set to; it never goes back
@@ -32,30 +40,46 @@ type Embedded struct {
 	promoted bool
 }
 
-// NewEmbedded starts a lock primary, its replica and an inventory store.
-func NewEmbedded() (*Embedded, error) {
-	start := func() (*miniredis.Miniredis, error) {
-		m := miniredis.NewMiniRedis()
-		m.ClockTTL(true)
-		return m, m.Start()
-	}
+func startMini() (*miniredis.Miniredis, error) {
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	return m, m.Start()
+}
+
+// NewEmbedded starts one lock node (a primary and its replica) and an inventory store.
+func NewEmbedded() (*Embedded, error) { return NewEmbeddedNodes(1) }
+
+// NewEmbeddedNodes starts n lock nodes, each a primary with its replica, and an inventory store.
+func NewEmbeddedNodes(n int) (*Embedded, error) {
 	e := &Embedded{prefix: newPrefix()}
 	var err error
-	if e.primary, err = start(); err != nil {
+	if e.inventory, err = startMini(); err != nil {
 		return nil, err
 	}
-	if e.replica, err = start(); err != nil {
-		e.primary.Close()
-		return nil, err
+	for i := range max(n, 1) {
+		nd := &embNode{name: nodeName(i, n)}
+		if nd.primary, err = startMini(); err != nil {
+			e.Close()
+			return nil, err
+		}
+		if nd.replica, err = startMini(); err != nil {
+			nd.primary.Close()
+			e.Close()
+			return nil, err
+		}
+		nd.feed = redis.NewClient(&redis.Options{Addr: nd.replica.Addr(), PoolSize: 1})
+		nd.admin = redis.NewClient(followPrimary(nd.primaryAddr))
+		e.nodes = append(e.nodes, nd)
 	}
-	if e.inventory, err = start(); err != nil {
-		e.primary.Close()
-		e.replica.Close()
-		return nil, err
-	}
-	e.feed = redis.NewClient(&redis.Options{Addr: e.replica.Addr(), PoolSize: 1})
-	e.admin = redis.NewClient(followPrimary(e.primaryAddr))
 	return e, nil
+}
+
+// nodeName names lock node i of n: "lock" when alone, "lock-1", "lock-2"… in a quorum.
+func nodeName(i, n int) string {
+	if n <= 1 {
+		return "lock"
+	}
+	return fmt.Sprintf("lock-%d", i+1)
 }
 
 // Backend returns "embedded".
@@ -64,81 +88,122 @@ func (e *Embedded) Backend() string { return "embedded" }
 // Prefix returns the run's key prefix.
 func (e *Embedded) Prefix() string { return e.prefix }
 
-func (e *Embedded) primaryAddr() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.primary.Addr()
+// Nodes are the lock nodes, each a primary with its replica.
+func (e *Embedded) Nodes() []Node {
+	ns := make([]Node, len(e.nodes))
+	for i, n := range e.nodes {
+		ns[i] = n
+	}
+	return ns
 }
-
-// Nodes is the one lock node: the primary and its replica.
-func (e *Embedded) Nodes() []Node { return []Node{embeddedNode{e}} }
-
-// embeddedNode is the Embedded lock server as a Node.
-type embeddedNode struct{ e *Embedded }
-
-func (n embeddedNode) Name() string                       { return "lock" }
-func (n embeddedNode) Options() *redis.Options            { return followPrimary(n.e.primaryAddr) }
-func (n embeddedNode) Hook() redis.Hook                   { return feedHook{n.e} }
-func (n embeddedNode) Admin() *redis.Client               { return n.e.admin }
-func (n embeddedNode) CanFailover() bool                  { return true }
-func (n embeddedNode) HoldReplication()                   { n.e.HoldReplication() }
-func (n embeddedNode) Failover(ctx context.Context) error { return n.e.Failover(ctx) }
-func (n embeddedNode) Watch(key string) (Watcher, error)  { return newFrozenWatcher(n.e, key) }
 
 // InventoryOptions dials the inventory store.
 func (e *Embedded) InventoryOptions() *redis.Options {
 	return &redis.Options{Addr: e.inventory.Addr()}
 }
 
-// Admin is an uncounted client of the current lock primary.
-func (e *Embedded) Admin() *redis.Client { return e.admin }
+// Close stops every instance.
+func (e *Embedded) Close() error {
+	for _, n := range e.nodes {
+		n.close()
+	}
+	if e.inventory != nil {
+		e.inventory.Close()
+	}
+	return nil
+}
+
+func (n *embNode) primaryAddr() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.primary.Addr()
+}
+
+// Name names the node.
+func (n *embNode) Name() string { return n.name }
+
+// Options dials whichever instance is primary at dial time.
+func (n *embNode) Options() *redis.Options { return followPrimary(n.primaryAddr) }
+
+// Hook feeds the replica (see feedHook).
+func (n *embNode) Hook() redis.Hook { return feedHook{n} }
+
+// Admin is an uncounted client of the current primary.
+func (n *embNode) Admin() *redis.Client { return n.admin }
+
+// Watch returns the node's exact watcher of key.
+func (n *embNode) Watch(key string) (Watcher, error) { return newFrozenWatcher(n, key) }
+
+// CanFailover is true: an embedded lock node always starts with a replica.
+func (n *embNode) CanFailover() bool { return true }
 
 // HoldReplication stops the feed: the replica keeps what it has and hears nothing more.
-func (e *Embedded) HoldReplication() {
-	e.feedMu.Lock()
-	defer e.feedMu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.held = true
+func (n *embNode) HoldReplication() {
+	n.feedMu.Lock()
+	defer n.feedMu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.held = true
 }
 
 // Failover closes the primary (its clients' connections break) and makes the replica primary.
-func (e *Embedded) Failover(ctx context.Context) error {
-	e.feedMu.Lock()
-	defer e.feedMu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.promoted {
+func (n *embNode) Failover(ctx context.Context) error {
+	n.feedMu.Lock()
+	defer n.feedMu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.promoted {
 		return errors.New("redisenv: the replica was already promoted; there is nothing left to fail over to")
 	}
-	e.primary.Close()
-	e.primary, e.replica, e.promoted = e.replica, nil, true
+	n.primary.Close()
+	n.primary, n.replica, n.promoted = n.replica, nil, true
 	return nil
 }
 
-// Close stops every instance.
-func (e *Embedded) Close() error {
-	e.admin.Close()
-	e.feed.Close()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.primary.Close()
-	if e.replica != nil {
-		e.replica.Close()
+// Restart restarts the primary without persistence: every connection to it breaks, and it comes
+// back on the same address with no key. Its replica follows it, empty too.
+func (n *embNode) Restart(ctx context.Context) error {
+	n.feedMu.Lock()
+	defer n.feedMu.Unlock()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.primary.Close()
+	n.primary.FlushAll()
+	if err := n.primary.Restart(); err != nil {
+		return fmt.Errorf("redisenv: restarting %s: %w", n.name, err)
 	}
-	e.inventory.Close()
+	if n.replica != nil {
+		n.replica.FlushAll()
+	}
 	return nil
 }
 
-func (e *Embedded) feeding() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return !e.held && !e.promoted
+func (n *embNode) close() {
+	if n.admin != nil {
+		n.admin.Close()
+	}
+	if n.feed != nil {
+		n.feed.Close()
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.primary != nil {
+		n.primary.Close()
+	}
+	if n.replica != nil {
+		n.replica.Close()
+	}
+}
+
+func (n *embNode) feeding() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !n.held && !n.promoted
 }
 
 // feedHook replays every command the primary answered on the replica, in the primary's order,
 // until the feed is held or the replica promoted.
-type feedHook struct{ e *Embedded }
+type feedHook struct{ n *embNode }
 
 func (h feedHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -148,16 +213,16 @@ func (h feedHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			// Sent on a fresh connection from inside another command, which holds feedMu.
 			return next(ctx, cmd)
 		}
-		e := h.e
-		e.feedMu.Lock()
-		defer e.feedMu.Unlock()
+		n := h.n
+		n.feedMu.Lock()
+		defer n.feedMu.Unlock()
 		// Failover swaps the primary only under feedMu, so this command reaches the instance
 		// that the feed below mirrors.
 		err := next(ctx, cmd)
 		var rerr redis.Error
 		answered := err == nil || errors.As(err, &rerr)
-		if answered && e.feeding() {
-			e.feed.Do(context.WithoutCancel(ctx), cmd.Args()...)
+		if answered && n.feeding() {
+			n.feed.Do(context.WithoutCancel(ctx), cmd.Args()...)
 		}
 		return err
 	}
@@ -168,13 +233,13 @@ func (h feedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		if Handshake(cmds...) {
 			return next(ctx, cmds)
 		}
-		e := h.e
-		e.feedMu.Lock()
-		defer e.feedMu.Unlock()
+		n := h.n
+		n.feedMu.Lock()
+		defer n.feedMu.Unlock()
 		err := next(ctx, cmds)
-		if e.feeding() {
+		if n.feeding() {
 			for _, cmd := range cmds {
-				e.feed.Do(context.WithoutCancel(ctx), cmd.Args()...)
+				n.feed.Do(context.WithoutCancel(ctx), cmd.Args()...)
 			}
 		}
 		return err

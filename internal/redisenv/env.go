@@ -55,21 +55,42 @@ type Node interface {
 	HoldReplication()
 	// Failover kills the primary and promotes the replica. Clients follow on their next dial.
 	Failover(ctx context.Context) error
+	// Restart restarts the node's primary without persistence: every connection to it breaks,
+	// and it comes back at the same address having forgotten every key (its replica, if any,
+	// follows it empty). Hazard: this is what a lock loses to a restart that has no fsync.
+	Restart(ctx context.Context) error
 }
 
-// Open starts the backend named by name: "" or "embedded" (in-process miniredis), "server"
-// (redis-server processes from PATH), "container" (redis-server containers from $LAB_REDIS_IMAGE
-// on a Docker daemon), or a "redis://host:port[/db]" / "rediss://…" URL of an
-// existing server.
-func Open(name string) (Env, error) {
+// Options says what topology a run needs.
+type Options struct {
+	// Nodes is the number of lock nodes, independent primaries each with its replica where the
+	// backend has one: 3 for a quorum lock. 0 means 1.
+	Nodes int
+}
+
+// ErrSingleNode is what Open wraps when a run needs more lock nodes than the backend can give.
+var ErrSingleNode = errors.New("redisenv: the backend has a single lock node")
+
+// Open starts the backend named by name with the topology o asks for: "" or "embedded"
+// (in-process miniredis), "server" (redis-server processes from PATH), "container" (redis-server
+// containers from $LAB_REDIS_IMAGE on a Docker daemon), or a "redis://host:port[/db]" /
+// "rediss://…" URL of an existing server (one node: asking it for more is ErrSingleNode).
+func Open(name string, o Options) (Env, error) {
+	n := max(o.Nodes, 1)
 	switch {
 	case name == "" || name == "embedded":
-		return NewEmbedded()
+		return NewEmbeddedNodes(n)
 	case name == "server":
-		return NewServer()
+		return NewServerNodes(n)
 	case name == "container":
-		return NewContainer()
+		return NewContainerNodes(n)
 	case strings.HasPrefix(name, "redis://") || strings.HasPrefix(name, "rediss://"):
+		if n > 1 {
+			if _, err := redis.ParseURL(name); err != nil {
+				return nil, nameError(fmt.Sprintf("bad Redis URL: %v", oneLine(err)))
+			}
+			return nil, fmt.Errorf("%w: an existing server is one node, and this run needs %d", ErrSingleNode, n)
+		}
 		return NewURL(name)
 	default:
 		return nil, nameError(fmt.Sprintf("unknown backend %q (want embedded, server, container or redis://host:port[/db])", name))
@@ -87,8 +108,8 @@ func (e nameError) Error() string        { return "redisenv: " + string(e) }
 func (e nameError) Is(target error) bool { return target == ErrBadName }
 
 // FromEnv starts the backend named by $LAB_REDIS.
-func FromEnv() (Env, error) {
-	return Open(os.Getenv("LAB_REDIS"))
+func FromEnv(o Options) (Env, error) {
+	return Open(os.Getenv("LAB_REDIS"), o)
 }
 
 // newPrefix returns a fresh per-run key prefix, "lockstep:<8 hex>:".

@@ -131,11 +131,11 @@ func TestCloseAllClosesOpenEnvs(t *testing.T) {
 }
 
 func TestOpenNames(t *testing.T) {
-	_, err := redisenv.Open("docker")
+	_, err := redisenv.Open("docker", redisenv.Options{})
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "server") {
 		t.Errorf("an unknown backend should fail with one line naming the choices, got %v", err)
 	}
-	e, err := redisenv.Open("")
+	e, err := redisenv.Open("", redisenv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestOpenNames(t *testing.T) {
 // TestServerMissingRedisServer checks the one-line error when redis-server is not on PATH.
 func TestServerMissingRedisServer(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, err := redisenv.Open("server")
+	_, err := redisenv.Open("server", redisenv.Options{})
 	if !errors.Is(err, redisenv.ErrNoRedisServer) {
 		t.Fatalf("want ErrNoRedisServer, got %v", err)
 	}

@@ -103,6 +103,11 @@ func (n urlNode) Failover(ctx context.Context) error {
 	return errors.New("redisenv: the url backend is a single existing server; it cannot fail over")
 }
 
+// Restart refuses: restarting a server the lab does not own is not the lab's to do.
+func (n urlNode) Restart(context.Context) error {
+	return errors.New("redisenv: the url backend is an existing server; the lab does not restart it")
+}
+
 // Watch watches key exactly through keyspace events if the server already publishes them
 // (notify-keyspace-events with K and every class); otherwise by reading the key before and after
 // each command, which is exact except near an expiry and says so. It never changes the server's

@@ -82,7 +82,7 @@ func TestURLLeavesOtherKeysAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, sc := range steps.Scenarios {
-			env, err := redisenv.Open("redis://" + addr)
+			env, err := redisenv.Open("redis://"+addr, redisenv.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestURLLeavesOtherKeysAlone(t *testing.T) {
 // the password.
 func TestURLUnreachable(t *testing.T) {
 	start := time.Now()
-	_, err := redisenv.Open("redis://lab:s3cret@127.0.0.1:1/0")
+	_, err := redisenv.Open("redis://lab:s3cret@127.0.0.1:1/0", redisenv.Options{})
 	if err == nil {
 		t.Fatal("Open of an unreachable server succeeded")
 	}
@@ -170,7 +170,7 @@ func TestURLUnreachable(t *testing.T) {
 		t.Errorf("Open took %v to give up", d)
 	}
 	t.Log(msg)
-	if _, err := redisenv.Open("redis://127.0.0.1:notaport"); err == nil || strings.Contains(err.Error(), "\n") {
+	if _, err := redisenv.Open("redis://127.0.0.1:notaport", redisenv.Options{}); err == nil || strings.Contains(err.Error(), "\n") {
 		t.Errorf("a bad URL should fail with one line, got %v", err)
 	}
 }
@@ -178,7 +178,7 @@ func TestURLUnreachable(t *testing.T) {
 // TestURLFailoverRefuses checks that the single-node backend never pretends to fail over.
 func TestURLFailoverRefuses(t *testing.T) {
 	srv := openServer(t)
-	env, err := redisenv.Open("redis://" + srv.InventoryOptions().Addr + "/2")
+	env, err := redisenv.Open("redis://"+srv.InventoryOptions().Addr+"/2", redisenv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // Hazard: a client that bypasses the watcher (the lab's own admin reads excepted, which only read)
 // sees a clock that stands still between observations.
 type frozenWatcher struct {
-	e   *Embedded
+	n   *embNode
 	key string
 
 	mu       sync.Mutex
@@ -29,8 +29,8 @@ type frozenWatcher struct {
 	deadline time.Time // when last expires on the node's clock; zero if it has no expiry
 }
 
-func newFrozenWatcher(e *Embedded, key string) (*frozenWatcher, error) {
-	w := &frozenWatcher{e: e, key: key}
+func newFrozenWatcher(n *embNode, key string) (*frozenWatcher, error) {
+	w := &frozenWatcher{n: n, key: key}
 	if _, err := w.Resync(context.Background()); err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func newFrozenWatcher(e *Embedded, key string) (*frozenWatcher, error) {
 func (w *frozenWatcher) Observe(ctx context.Context, send func(before Value)) (Change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	m, now := w.e.freeze()
+	m, now := w.n.freeze()
 	before, _, err := readKey(m, w.key)
 	if err != nil {
 		send(before)
@@ -57,7 +57,7 @@ func (w *frozenWatcher) Observe(ctx context.Context, send func(before Value)) (C
 		}
 	}
 	send(before)
-	if w.e.current() != m {
+	if w.n.current() != m {
 		return ch, errors.New("redisenv: the lock node failed over while a command ran on it")
 	}
 	after, ttl, err := readKey(m, w.key)
@@ -73,7 +73,7 @@ func (w *frozenWatcher) Observe(ctx context.Context, send func(before Value)) (C
 func (w *frozenWatcher) Peek(ctx context.Context) (Value, time.Duration, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	m, _ := w.e.freeze()
+	m, _ := w.n.freeze()
 	v, ttl, err := readKey(m, w.key)
 	if v.Exists {
 		v.Text = frozenText(m, w.key)
@@ -105,7 +105,7 @@ func frozenText(m *miniredis.Miniredis, key string) string {
 func (w *frozenWatcher) Resync(ctx context.Context) (Value, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	m, now := w.e.freeze()
+	m, now := w.n.freeze()
 	v, ttl, err := readKey(m, w.key)
 	if err != nil {
 		return v, err
@@ -125,23 +125,23 @@ func (w *frozenWatcher) remember(v Value, now time.Time, ttl time.Duration) {
 }
 
 // current is the primary now.
-func (e *Embedded) current() *miniredis.Miniredis {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.primary
+func (n *embNode) current() *miniredis.Miniredis {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.primary
 }
 
 // freeze sets the current primary's clock to now (never backwards) and returns the primary and
 // the time it was set to. Keys due by then expire at the primary's next database access.
-func (e *Embedded) freeze() (*miniredis.Miniredis, time.Time) {
-	e.clockMu.Lock()
-	defer e.clockMu.Unlock()
-	m := e.current()
+func (n *embNode) freeze() (*miniredis.Miniredis, time.Time) {
+	n.clockMu.Lock()
+	defer n.clockMu.Unlock()
+	m := n.current()
 	now := time.Now()
-	if now.Before(e.clock) {
-		now = e.clock
+	if now.Before(n.clock) {
+		now = n.clock
 	}
-	e.clock = now
+	n.clock = now
 	m.SetTime(now)
 	return m, now
 }

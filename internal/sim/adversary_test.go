@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/steps"
@@ -142,7 +143,7 @@ func TestAdversaries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name+"/"+string(c.sc), func(t *testing.T) {
-			env := steptest.Env(t)
+			env := steptest.Env(t, redisenv.Options{})
 			st := &steps.Step{Slug: "adversary", New: c.new, Order: c.order}
 			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, c.sc)
 			if err != nil {
@@ -241,7 +242,7 @@ func TestRefereeSaysWhatItCannotSee(t *testing.T) {
 		if err := admin.Do(context.Background(), "ACL", "SETUSER", "nodump", "on", ">pw", "~*", "&*", "+@all", "-dump").Err(); err != nil {
 			t.Fatal(err)
 		}
-		env, err := redisenvOpen("redis://nodump:pw@" + srv.InventoryOptions().Addr + "/0")
+		env, err := redisenv.Open("redis://nodump:pw@"+srv.InventoryOptions().Addr+"/0", redisenv.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +269,7 @@ func TestRefereeSaysWhatItCannotSee(t *testing.T) {
 			}, unlock: func(context.Context, string) error { return nil }}
 		}, Order: orderDefer}
 		tm := sim.Timing{TTL: 30 * time.Millisecond, Work: 3 * time.Millisecond, RTT: 250 * time.Microsecond}
-		rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: steptest.Env(t), Timing: tm}, steps.Contention)
+		rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: steptest.Env(t, redisenv.Options{}), Timing: tm}, steps.Contention)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,6 +84,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		return nil, fmt.Errorf("sim: stocking the shelf: %w", err)
 	}
 	a.ref = newReferee(cfg.Stock)
+	a.ref.waits.grace = cfg.Timing.TTL / 40
 	for i, n := range cfg.Env.Nodes() {
 		w, err := n.Watch(a.lockKey)
 		if err != nil {
@@ -236,7 +237,7 @@ func (a *Arena) done(o *order, err error) {
 			break
 		}
 	}
-	if !o.entered() && o.confirmed == 0 && !p.isDead() && p.ctx.Err() == nil {
+	if !o.entered() && o.confirmed == 0 && !o.faulted && !p.isDead() && p.ctx.Err() == nil {
 		a.ref.rejected(a, o)
 	}
 	detail := "ok"

@@ -40,6 +40,7 @@ const (
 	EvRefused     EventKind = "refused"     // Buyer's Lock answered false or failed
 	EvOverlap     EventKind = "overlap"     // Other's and Buyer's orders were inside together (Detail: a sentence)
 	EvFenced      EventKind = "fenced"      // the inventory refused Buyer's stale fencing token (Detail says what)
+	EvRestart     EventKind = "restart"     // lock node Node restarted without persistence and forgot every key
 )
 
 // Event is one thing that happened in an arena. Buyers are numbered from 1; 0 is nobody.

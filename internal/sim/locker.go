@@ -24,6 +24,7 @@ type order struct {
 	holds     int  // Lock calls that returned true, minus Unlock calls that returned, never below 0
 	heldAt    time.Duration
 	waited    bool // a lock command of this order found the lock held by another process
+	faulted   bool // the arena's own fault failed its work: if it sold nothing, nobody turned it away
 	done      bool
 }
 

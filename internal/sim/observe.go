@@ -68,7 +68,7 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 			return fail(cmds, err)
 		}
 	}
-	a.prio.before(p, c, cmds, a.lockKey, a.t.TTL/2)
+	a.prio.before(p, c, cmds, a.lockKey, 4*a.t.TTL)
 	defer a.prio.after(p, c)
 	var err error
 	ch, werr := e.w.Observe(context.WithoutCancel(ctx), func(before redisenv.Value) {
@@ -214,6 +214,46 @@ func (a *Arena) failover(e *nodeEye) {
 	e.val = v
 }
 
+// Restart restarts lock node i without persistence: it forgets every key, the lock with them.
+func (a *Arena) Restart(i int) error {
+	if i < 0 || i >= len(a.nodes) {
+		return fmt.Errorf("sim: there is no lock node %d", i+1)
+	}
+	e := a.nodes[i]
+	e.turn.Lock()
+	defer e.turn.Unlock()
+	ctx := context.Background()
+	if err := e.node.Restart(ctx); err != nil {
+		a.emit(Event{Kind: EvRestart, Node: i, Detail: "failed: " + err.Error()})
+		return err
+	}
+	v, err := e.w.Resync(ctx)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.emit(Event{Kind: EvRestart, Node: i, Detail: e.node.Name() + " restarted without persistence: it forgot every key"})
+	if err != nil {
+		a.ref.blind(steps.ForeignRelease, "after the restart the referee cannot see the lock: "+err.Error())
+		return nil
+	}
+	if e.val.Exists && v != e.val {
+		a.emit(Event{Kind: EvLost, Other: e.owner(), Node: e.i})
+		if e.i == 0 && !v.Exists {
+			a.ref.waits.freed(a.Since())
+		}
+	}
+	e.val = v
+	return nil
+}
+
+// ArmFailover makes the next lock write on node i skip the replica, and fails over right after
+// it.
+func (a *Arena) ArmFailover(i int) error {
+	if i < 0 || i >= len(a.nodes) {
+		return fmt.Errorf("sim: there is no lock node %d", i+1)
+	}
+	return a.armFailover(i)
+}
+
 // armFailover makes the next lock write on node i skip the replica, and fails over right after it.
 func (a *Arena) armFailover(i int) error {
 	e := a.nodes[i]
@@ -245,7 +285,7 @@ func (a *Arena) callBegan(p *process, ctx context.Context, kind callKind) *call 
 }
 
 // lockReturned records what a Lock call answered. A call that got the lock without writing it
-// itself was handed it: the value written for it during the call is its own.
+// anywhere itself was handed it: the value written for it during the call is its own.
 func (a *Arena) lockReturned(c *call, ok bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -256,8 +296,14 @@ func (a *Arena) lockReturned(c *call, ok bool, err error) {
 		}
 		return
 	}
+	wroteAny := false
+	for _, w := range c.wrote {
+		wroteAny = wroteAny || w
+	}
 	for _, e := range a.nodes {
-		if !c.wrote[e.i] && e.val.Exists && e.since >= c.began && e.owner() != c.p.n {
+		// Only a call that wrote the lock nowhere was handed it; one that wrote on some nodes
+		// (a quorum) holds those, and another's value on the rest stays another's.
+		if !wroteAny && e.val.Exists && e.since >= c.began && e.owner() != c.p.n {
 			e.owners[e.val.Print] = c.p.n
 			if c.p.n != 0 {
 				a.emit(Event{Kind: EvAcquired, Buyer: c.p.n, Node: e.i, Detail: "handed over"})
@@ -309,8 +355,28 @@ type LockState struct {
 
 // Lock reads the lock on the first node: its value, remaining TTL, and whose it is, all from one
 // reading.
-func (a *Arena) Lock(ctx context.Context) LockState {
-	e := a.nodes[0]
+func (a *Arena) Lock(ctx context.Context) LockState { return a.lockOn(ctx, a.nodes[0]) }
+
+// Locks reads the lock on every node, in node order: a quorum lock is held where a majority of
+// them say so.
+func (a *Arena) Locks(ctx context.Context) []LockState {
+	out := make([]LockState, len(a.nodes))
+	for i, e := range a.nodes {
+		out[i] = a.lockOn(ctx, e)
+	}
+	return out
+}
+
+// NodeNames names the lock nodes, in node order.
+func (a *Arena) NodeNames() []string {
+	names := make([]string, len(a.nodes))
+	for i, e := range a.nodes {
+		names[i] = e.node.Name()
+	}
+	return names
+}
+
+func (a *Arena) lockOn(ctx context.Context, e *nodeEye) LockState {
 	v, ttl, err := e.w.Peek(ctx)
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -32,8 +32,10 @@ type process struct {
 	wg     sync.WaitGroup // goroutines started through Proc.Go
 
 	mu       sync.Mutex
-	frozen   outage // the whole process stops (a stop-the-world pause)
-	cut      outage // its links to the lock nodes are down (a partition); the inventory's are not
+	frozen   outage          // the whole process stops (a stop-the-world pause)
+	cut      outage          // its links to the lock nodes are down (a partition); the inventory's are not
+	blocked  []chan struct{} // per lock node: open (closed) unless a scenario keeps this process off it
+	skew     time.Duration   // how far its wall clock runs ahead (Proc.Now)
 	conns    map[*procConn]struct{}
 	armed    Fault         // a fault waiting for its moment
 	poke     chan struct{} // wakes the work when a fault is injected into it
@@ -59,6 +61,9 @@ func newProcess(a *Arena, n int) *process {
 	p.conns = map[*procConn]struct{}{}
 	p.ctx, p.kill = context.WithCancel(context.Background())
 	for i, node := range a.env.Nodes() {
+		open := make(chan struct{})
+		close(open)
+		p.blocked = append(p.blocked, open)
 		o := node.Options()
 		o.MaxRetries = 3
 		c := redis.NewClient(o)
@@ -70,9 +75,27 @@ func newProcess(a *Arena, n int) *process {
 	}
 	p.inv = redis.NewClient(a.env.InventoryOptions())
 	p.inv.AddHook(invHook{p: p})
-	inner := a.step.New(steps.Proc{ID: p.name, Redis: p.lock[0], Nodes: p.lock, TTL: a.t.TTL, Go: p.spawn, Ctx: p.ctx})
+	inner := a.step.New(steps.Proc{ID: p.name, Redis: p.lock[0], Nodes: p.lock, TTL: a.t.TTL, Go: p.spawn, Ctx: p.ctx, Now: p.now})
 	p.locker = &observedLocker{p: p, inner: inner}
 	return p
+}
+
+// now is Proc.Now: the process's wall clock, skew ahead of the machine's.
+func (p *process) now() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Now().Add(p.skew)
+}
+
+// block keeps the process's traffic off lock node i until unblock is called: its commands there
+// wait, and fail when their context ends, as over a link that drops everything.
+func (p *process) block(i int) (unblock func()) {
+	c := make(chan struct{})
+	p.mu.Lock()
+	p.blocked[i] = c
+	p.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(c) }) }
 }
 
 // spawn is Proc.Go: the goroutine belongs to the process and ends with it.
@@ -252,15 +275,26 @@ func (p *process) close() {
 	p.inv.Close()
 }
 
-// network is the way out of the process: a command waits while the process is frozen (and, to
-// a lock node, while its links are cut), then spends one simulated round trip.
-func (p *process) network(ctx context.Context, lock bool) error {
+// network is the way out of the process to lock node node (or to the inventory, node -1): a
+// command waits while the process is frozen (and, to a lock node, while its links are cut or that
+// node is kept from it), then spends one simulated round trip.
+func (p *process) network(ctx context.Context, node int) error {
 	if err := p.await(ctx, &p.frozen); err != nil {
 		return err
 	}
-	if lock {
+	if node >= 0 {
 		if err := p.await(ctx, &p.cut); err != nil {
 			return err
+		}
+		p.mu.Lock()
+		b := p.blocked[node]
+		p.mu.Unlock()
+		select {
+		case <-b:
+		case <-p.dead:
+			return ErrCrashed
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return p.sleep(ctx, p.a.t.RTT)
@@ -281,7 +315,7 @@ func (h lockHook) DialHook(next redis.DialHook) redis.DialHook {
 		if err != nil {
 			return nil, err
 		}
-		return h.p.wrap(c), nil
+		return h.p.wrap(c, h.node), nil
 	}
 }
 
@@ -313,7 +347,7 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 		p.a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: string(FaultUnlockRace) + ": frozen just before " + p.a.label(inner, node)})
 		p.freeze(p.a.unlockFreeze())
 	}
-	if err := p.network(ctx, true); err != nil {
+	if err := p.network(ctx, node); err != nil {
 		return fail(cmds, err)
 	}
 	p.a.count(p, inner, node)
@@ -344,7 +378,7 @@ func (p *process) invCmds(ctx context.Context, cmds []redis.Cmder, send func() e
 	if redisenv.Handshake(cmds...) {
 		return send()
 	}
-	if err := p.network(ctx, false); err != nil {
+	if err := p.network(ctx, -1); err != nil {
 		return fail(cmds, err)
 	}
 	return send()
@@ -364,11 +398,12 @@ func fail(cmds []redis.Cmder, err error) error {
 type procConn struct {
 	net.Conn
 	p      *process
+	node   int
 	pubsub atomic.Bool
 }
 
-func (p *process) wrap(c net.Conn) net.Conn {
-	pc := &procConn{Conn: c, p: p}
+func (p *process) wrap(c net.Conn, node int) net.Conn {
+	pc := &procConn{Conn: c, p: p, node: node}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.isDead() {
@@ -398,7 +433,7 @@ func subscribes(b []byte) bool {
 
 func (c *procConn) Read(b []byte) (int, error) {
 	if c.pubsub.Load() {
-		if err := c.p.network(context.Background(), true); err != nil {
+		if err := c.p.network(context.Background(), c.node); err != nil {
 			return 0, net.ErrClosed
 		}
 	}

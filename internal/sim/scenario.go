@@ -20,11 +20,18 @@ type buyerPlan struct {
 	repeat bool          // keep ordering (retrying after a refusal) while stock remains
 	greedy bool          // order again the instant an order returns, with a head start on every release
 	second bool          // once its first order is inside, start a second order on the same process
+	skew   time.Duration // its wall clock runs this far ahead
+	miss   bool          // its link to the last lock node is down until it is inside (quorum topologies)
+	// anchor: after counts from this signal of the plan instead of the first buyer's entry.
+	anchor EventKind
 	// witness: this buyer's fault lasts until that buyer has entered, found the lock taken, or
 	// finished (see process.witness), at most witnessCap.
 	witness    int
 	witnessCap time.Duration
 }
+
+// restarted is the restart scenario's signal that the lock node is back, empty.
+const restarted EventKind = "restarted"
 
 // settled is the signal of a buyer that has entered the critical section, been refused the lock,
 // found it taken, or finished: whatever the lock does, that buyer has met it.
@@ -39,6 +46,7 @@ type plan struct {
 	ttlX     int  // the lease is Timing.TTL × ttlX
 	together bool // every buyer starts at once
 	failover bool // arm a failover before the first buyer starts
+	restart  bool // restart lock node 1 once the first buyer is inside
 	buyers   []buyerPlan
 	deadline time.Duration // the longest one run of the plan may take
 }
@@ -84,8 +92,10 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		p.buyers = []buyerPlan{first, later(T / 10), later(T / 5)}
 	case steps.Failover:
 		// The holder stays inside until the second buyer, on the promoted replica, is inside
-		// too; the second stays until the holder is done.
-		p.failover = true
+		// too; the second stays until the holder is done. The lease is 4 × TTL: the lock is
+		// lost, not expired, and a lease guard's next renewal must not come before the second
+		// buyer is in.
+		p.failover, p.ttlX = true, 4
 		p.buyers = []buyerPlan{{holdBy: 2, until: EvEnter}, held(T / 10)}
 	case steps.Partition:
 		// The holder's link to the lock server goes down inside its work, until the second
@@ -103,6 +113,26 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		// The greedy buyer orders again and again; two others come once it is inside and wait.
 		p.stock = 6
 		p.buyers = []buyerPlan{{repeat: true, greedy: true}, later(T / 10), later(T / 5)}
+	case steps.Restart:
+		// Lock node 1 restarts, forgetting every key, once the holder is inside. On a quorum
+		// the holder missed the last node when it locked (that node was out of its reach), so
+		// node 1 was one of the only two it holds. A second buyer comes once the node is back;
+		// the holder stays inside until the second is inside too, and the second until the
+		// holder is done.
+		// The lease is 4 × TTL: the lock is forgotten, not expired, and a lease guard's next
+		// renewal must not come before the second buyer is in.
+		p.restart, p.ttlX = true, 4
+		first := buyerPlan{holdBy: 2, until: EvEnter, miss: true}
+		second := held(0)
+		second.anchor = restarted
+		p.buyers = []buyerPlan{first, second}
+	case steps.ClockSkew:
+		// A second process whose clock runs 3 × TTL ahead asks while the holder works; the
+		// holder stays inside until it has got in, been refused, or found the lock taken.
+		first := buyerPlan{holdBy: 2, until: settled}
+		second := held(T / 10)
+		second.skew = 3 * T
+		p.buyers = []buyerPlan{first, second}
 	case steps.Load:
 		// Commands per order of a spinning step are waiters × work ÷ time per spin. Under the
 		// race detector on 2 overloaded cores a spin was measured at up to 3 ms; 7 waiters and
@@ -157,9 +187,34 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	procs := make([]*process, len(pl.buyers))
 	for i, b := range pl.buyers {
 		procs[i] = a.addBuyer()
+		p := procs[i]
 		if b.greedy {
-			a.prio.set(procs[i])
+			a.prio.set(p)
 		}
+		p.skew = b.skew
+		if b.miss && len(p.lock) >= 3 {
+			unblock := p.block(len(p.lock) - 1)
+			entered := sig.get(p.n, EvEnter)
+			go func() {
+				defer unblock()
+				select {
+				case <-entered:
+				case <-rctx.Done():
+				}
+			}()
+		}
+	}
+	if pl.restart {
+		entered := sig.get(1, EvEnter)
+		go func() {
+			select {
+			case <-entered:
+			case <-rctx.Done():
+				return
+			}
+			a.Restart(0)
+			sig.fire(0, restarted)
+		}()
 	}
 	var wg sync.WaitGroup
 	var running sync.Map         // buyer → still ordering
@@ -202,8 +257,12 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 			defer running.Delete(p.n)
 			<-ready
 			if i > 0 && !pl.together {
+				anchor := sig.anchor()
+				if b.anchor != "" {
+					anchor = sig.get(0, b.anchor)
+				}
 				select {
-				case <-sig.anchor():
+				case <-anchor:
 				case <-rctx.Done():
 					return
 				}
@@ -347,6 +406,17 @@ func (s *signals) checkAll(except int, k EventKind, c chan struct{}) {
 		default:
 			close(c)
 		}
+	}
+}
+
+// fire gives a plan's own signal k (for buyer 0, the plan itself).
+func (s *signals) fire(buyer int, k EventKind) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := [2]any{buyer, k}
+	if !s.closed[key] {
+		close(s.chanLocked(key))
+		s.closed[key] = true
 	}
 }
 

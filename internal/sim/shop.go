@@ -156,6 +156,7 @@ func (s *shop) Work(ctx context.Context) error {
 		switch f := p.take(FaultError, FaultCrash, FaultSlow, FaultReentrant, FaultPartition); f {
 		case FaultError:
 			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "error: the work returns an error"})
+			a.faulted(s.o)
 			return ErrWork
 		case FaultCrash:
 			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "crash: the process dies inside the critical section"})
@@ -237,6 +238,13 @@ func (s *shop) nested(ctx context.Context) error {
 		return err
 	}
 	return p.locker.Unlock(ctx, a.lockKey)
+}
+
+// faulted marks o as failed by the arena's own fault.
+func (a *Arena) faulted(o *order) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o.faulted = true
 }
 
 // stockRead records o's read of n at the inventory's sequence number seq.

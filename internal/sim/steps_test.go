@@ -57,11 +57,12 @@ func TestUnlockOutlivesTheRequest(t *testing.T) {
 	}
 }
 
-// TestUnlockWithoutHoldTouchesNothing: a Locker that counts its holds (06 on) answers an Unlock
-// it holds nothing for with ErrNotOwner and sends no command.
+// TestUnlockWithoutHoldTouchesNothing: a Locker that counts its holds in the process (06–10)
+// answers an Unlock it holds nothing for with ErrNotOwner and sends no command. (From 11 on the
+// count lives in Redis, per request, and the unlock script answers it.)
 func TestUnlockWithoutHoldTouchesNothing(t *testing.T) {
 	for _, st := range catalog.Steps {
-		if st.Number < 6 {
+		if st.Number < 6 || st.Number > 10 {
 			continue
 		}
 		t.Run(st.Slug, func(t *testing.T) {

@@ -28,7 +28,4 @@ func needServer(t *testing.T) *redisenv.Server {
 	return s
 }
 
-var (
-	redisenvOpen = redisenv.Open
-	catalogFind  = catalog.Find
-)
+var catalogFind = catalog.Find

@@ -23,6 +23,7 @@ type waits struct {
 	firstFree time.Duration      // -1 before any
 	lastFree  time.Duration
 	idle      time.Duration
+	grace     time.Duration // the part of each gap a prompt waiter needs to notice and ask
 	starved   []Starve
 }
 
@@ -98,7 +99,7 @@ func (w *waits) taken(now time.Duration) {
 	}
 	for c := range w.calls {
 		if c.began < w.freedAt {
-			w.idle += now - w.freedAt
+			w.idle += max(0, now-w.freedAt-w.grace)
 			break
 		}
 	}

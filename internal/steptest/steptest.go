@@ -35,12 +35,20 @@ func Here(t *testing.T) *steps.Step {
 
 // Run plays every scenario against st: a subtest per scenario, and inside it a subtest per
 // violation kind found, named after the kind and logging the sentence that explains it.
+//
+// The scenarios run in parallel (go test's -parallel, GOMAXPROCS by default), each on its own
+// backend: a staged interleaving holds however late either side runs. The load scenario, whose
+// counts and idle time are measured rather than staged, runs alone first.
 func Run(t *testing.T, st *steps.Step) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	strict := os.Getenv("LAB_STRICT") == "1"
 	for _, sc := range steps.Scenarios {
 		t.Run(string(sc), func(t *testing.T) {
-			env := Env(t)
+			if sc != steps.Load {
+				t.Parallel()
+			}
+			env := Env(t, redisenv.Options{Nodes: st.Nodes})
 			if sc == steps.Failover && !env.Nodes()[0].CanFailover() {
 				t.Skipf("the %s backend has a single node: %s needs a replica to promote", env.Backend(), sc)
 			}
@@ -77,12 +85,12 @@ func Run(t *testing.T, st *steps.Step) {
 	}
 }
 
-// Env opens the backend $LAB_REDIS names for one test and closes it when the test ends. A backend
-// this machine lacks (no Docker daemon, no redis-server) skips the test with the reason, except
-// under CI=true, where a backend asked for and missing fails it.
-func Env(t testing.TB) redisenv.Env {
+// Env opens the backend $LAB_REDIS names for one test, with the topology o asks for, and closes
+// it when the test ends. A backend this machine lacks (no Docker daemon, no redis-server) skips
+// the test with the reason, except under CI=true, where a backend asked for and missing fails it.
+func Env(t testing.TB, o redisenv.Options) redisenv.Env {
 	t.Helper()
-	env, err := redisenv.FromEnv()
+	env, err := redisenv.FromEnv(o)
 	missing := errors.Is(err, redisenv.ErrNoDocker) || errors.Is(err, redisenv.ErrNoRedisServer)
 	if missing && os.Getenv("CI") != "true" {
 		t.Skip(err) // a backend this machine lacks; under CI=true, a failure

@@ -36,7 +36,11 @@ type Locker struct {
 
 // New returns a Locker for the process p.
 func New(p steps.Proc) steps.Locker {
-	return &Locker{rdb: p.Redis, ttl: p.TTL, life: p.Ctx, leases: map[string]*lease{}}
+	life := p.Ctx
+	if life == nil {
+		life = context.Background() // a Proc made by hand, not by a process
+	}
+	return &Locker{rdb: p.Redis, ttl: p.TTL, life: life, leases: map[string]*lease{}}
 }
 
 // request is one request: its owner token, and the end of its context.

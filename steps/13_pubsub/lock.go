@@ -21,14 +21,13 @@ import (
 // request's context (WithRequest), so a nested call in the same request re-enters and another
 // request of the same process waits like anyone else. A request that finds the lock taken
 // subscribes to the lock's release channel and sleeps until the unlock publishes on it, or until
-// the lock's lease could have run out, for a bounded time. While a request holds the lock, a
-// lease guard renews
-// it every TTL/3 and, when it can no longer prove the lease (a renewal refused, or none answered
-// before the lease could have run out), ends the request's context, so the request stops before
-// another holder can be inside. Hazard: a check only helps before the write leaves; a process
-// paused after its last check writes anyway, and only the resource can refuse that write. And a
-// release wakes every waiter, of whom one wins: under contention each release costs a round of
-// tries.
+// the lock's lease could have run out, for a bounded time. While a request holds the lock, a lease
+// guard renews it every TTL/3 and, when it can no longer prove the lease (a renewal refused, or
+// none answered before the lease could have run out), ends the request's context, so the request
+// stops before another holder can be inside. Hazard: a check only helps before the write leaves; a
+// process paused after its last check writes anyway, and only the resource can refuse that write.
+// And a release wakes every waiter, of whom one wins: under contention each release costs a round
+// of tries.
 type Locker struct {
 	rdb    *redis.Client
 	ttl    time.Duration
@@ -39,7 +38,11 @@ type Locker struct {
 
 // New returns a Locker for the process p.
 func New(p steps.Proc) steps.Locker {
-	return &Locker{rdb: p.Redis, ttl: p.TTL, life: p.Ctx, leases: map[string]*lease{}}
+	life := p.Ctx
+	if life == nil {
+		life = context.Background() // a Proc made by hand, not by a process
+	}
+	return &Locker{rdb: p.Redis, ttl: p.TTL, life: life, leases: map[string]*lease{}}
 }
 
 // request is one request: its owner token, and the end of its context.
@@ -113,6 +116,10 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	}
 	sub := l.rdb.Subscribe(ctx, released(key))
 	defer sub.Close()
+	// ReceiveTimeout reads ctx's deadline but not its cancellation: closing the subscription is
+	// what wakes a waiter whose request ends.
+	stop := context.AfterFunc(ctx, func() { sub.Close() })
+	defer stop()
 	if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
 		return false, err
 	}
@@ -239,9 +246,9 @@ func (l *Locker) release(owner string) {
 }
 
 // Unlock gives back one hold of the request in ctx with unlock.lua. The last one deletes the lock,
-// wakes the waiters, and stops the request's lease guard. It returns steps.ErrNotOwner, and stops the guard, when the
-// lock is not the request's any more; an error from Redis stops the guard too, since a lock it
-// cannot give back is left to its lease.
+// wakes the waiters, and stops the request's lease guard. It returns steps.ErrNotOwner, and stops
+// the guard, when the lock is not the request's any more; an error from Redis stops the guard too,
+// since a lock it cannot give back is left to its lease.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
 	req, err := requestOf(ctx)
 	if err != nil {

@@ -22,11 +22,11 @@ import (
 // request of the same process waits like anyone else. A request that finds the lock taken joins a
 // line of waiters kept in Redis, first come first, and sleeps until the unlock tells the first in
 // line on its own channel, or until its turn could have come, for a bounded time; a waiter that
-// stops asking drops out of the line. While a request holds the lock, a lease guard renews
-// it every TTL/3 and, when it can no longer prove the lease (a renewal refused, or none answered
-// before the lease could have run out), ends the request's context, so the request stops before
-// another holder can be inside. Hazard: a check only helps before the write leaves; a process
-// paused after its last check writes anyway, and only the resource can refuse that write.
+// stops asking drops out of the line. While a request holds the lock, a lease guard renews it every
+// TTL/3 and, when it can no longer prove the lease (a renewal refused, or none answered before the
+// lease could have run out), ends the request's context, so the request stops before another holder
+// can be inside. Hazard: a check only helps before the write leaves; a process paused after its
+// last check writes anyway, and only the resource can refuse that write.
 type Locker struct {
 	rdb    *redis.Client
 	ttl    time.Duration
@@ -37,7 +37,11 @@ type Locker struct {
 
 // New returns a Locker for the process p.
 func New(p steps.Proc) steps.Locker {
-	return &Locker{rdb: p.Redis, ttl: p.TTL, life: p.Ctx, leases: map[string]*lease{}}
+	life := p.Ctx
+	if life == nil {
+		life = context.Background() // a Proc made by hand, not by a process
+	}
+	return &Locker{rdb: p.Redis, ttl: p.TTL, life: life, leases: map[string]*lease{}}
 }
 
 // request is one request: its owner token, and the end of its context.
@@ -85,10 +89,14 @@ var (
 	//go:embed renew.lua
 	renewLua    string
 	renewScript = redis.NewScript(renewLua)
+	//go:embed leave.lua
+	leaveLua    string
+	leaveScript = redis.NewScript(leaveLua)
 )
 
 // retryBudget is how long Lock keeps waiting, in leases: 10 × TTL. A waiter must ask again within
-// 2 × TTL to keep its place in line; it asks at least once a lease.
+// 2 × TTL to keep its place in line; it waits at most a lease, or, while the lock is free and an
+// earlier waiter has the turn, until that waiter's own deadline.
 const retryBudget = 10
 
 // line is the list of waiting requests, and by the time each must ask again to stay in it.
@@ -115,6 +123,10 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	}
 	sub := l.rdb.Subscribe(ctx, turn(key)+req.owner)
 	defer sub.Close()
+	// ReceiveTimeout reads ctx's deadline but not its cancellation: closing the subscription is
+	// what wakes a waiter whose request ends.
+	stop := context.AfterFunc(ctx, func() { sub.Close() })
+	defer stop()
 	if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
 		l.leave(ctx, key, req)
 		return false, err
@@ -139,22 +151,18 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	}
 }
 
-// leave takes a request that stops waiting out of the line, so nobody waits for its turn to pass.
-// If it cannot (Redis is out of reach), its deadline drops it.
+// leave takes a request that stops waiting out of the line with leave.lua, so nobody waits for
+// its turn to pass; if it cannot (Redis is out of reach), its deadline drops it.
 func (l *Locker) leave(ctx context.Context, key string, req *request) {
-	k := line(key)
-	l.rdb.TxPipelined(context.WithoutCancel(ctx), func(p redis.Pipeliner) error {
-		p.LRem(ctx, k[1], 0, req.owner)
-		p.ZRem(ctx, k[2], req.owner)
-		return nil
-	})
+	leaveScript.Run(context.WithoutCancel(ctx), l.rdb, line(key), req.owner, turn(key))
 }
 
 // try runs lock.lua once for req: whether the request holds key now, and else how long it may
 // wait before it asks again.
 func (l *Locker) try(ctx context.Context, key string, req *request) (bool, time.Duration, error) {
 	sent := time.Now()
-	r, err := lockScript.Run(ctx, l.rdb, line(key), req.owner, l.ttl.Milliseconds(), (2 * l.ttl).Milliseconds()).Int64Slice()
+	stay := (2 * l.ttl).Milliseconds() // how long a waiter keeps its place without asking again
+	r, err := lockScript.Run(ctx, l.rdb, line(key), req.owner, l.ttl.Milliseconds(), stay).Int64Slice()
 	if err != nil {
 		return false, 0, err
 	}
@@ -255,9 +263,9 @@ func (l *Locker) release(owner string) {
 }
 
 // Unlock gives back one hold of the request in ctx with unlock.lua. The last one deletes the lock,
-// tells the first waiter in line its turn has come, and stops the request's lease guard. It returns steps.ErrNotOwner, and stops the guard, when the
-// lock is not the request's any more; an error from Redis stops the guard too, since a lock it
-// cannot give back is left to its lease.
+// tells the first waiter in line its turn has come, and stops the request's lease guard. It returns
+// steps.ErrNotOwner, and stops the guard, when the lock is not the request's any more; an error
+// from Redis stops the guard too, since a lock it cannot give back is left to its lease.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
 	req, err := requestOf(ctx)
 	if err != nil {

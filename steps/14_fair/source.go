@@ -4,5 +4,5 @@ import "embed"
 
 // Source is this step's own code, for the lab's code pane.
 //
-//go:embed lock.go order.go lock.lua unlock.lua renew.lua
+//go:embed lock.go order.go lock.lua unlock.lua renew.lua leave.lua
 var Source embed.FS

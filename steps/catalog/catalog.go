@@ -22,6 +22,10 @@ import (
 	leaseguard "github.com/lockstep-lab/lockstep/steps/12_lease_guard"
 	pubsub "github.com/lockstep-lab/lockstep/steps/13_pubsub"
 	fair "github.com/lockstep-lab/lockstep/steps/14_fair"
+	redlock "github.com/lockstep-lab/lockstep/steps/15_redlock"
+	fencing "github.com/lockstep-lab/lockstep/steps/16_fencing"
+	atomicstock "github.com/lockstep-lab/lockstep/steps/17_atomic_stock"
+	getset "github.com/lockstep-lab/lockstep/steps/side_getset"
 
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -61,6 +65,8 @@ var Steps = []*steps.Step{
 			steps.Failover:    {overlap, oversold},
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
+			steps.Restart:     {overlap, oversold},
+			steps.ClockSkew:   {overlap, oversold},
 		},
 	},
 	{
@@ -80,6 +86,7 @@ var Steps = []*steps.Step{
 			steps.Crash:      {stuck},
 			steps.Reentrant:  {reentry},
 			steps.Failover:   {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
 		},
 	},
 	{
@@ -98,6 +105,7 @@ var Steps = []*steps.Step{
 			steps.Crash:      {stuck},
 			steps.Reentrant:  {reentry},
 			steps.Failover:   {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
 		},
 	},
 	{
@@ -119,6 +127,30 @@ var Steps = []*steps.Step{
 			steps.Pause:      {overlap, oversold},
 			steps.Failover:   {overlap, oversold},
 			steps.Partition:  {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
+		},
+	},
+	{
+		Slug: "side_getset", Number: 0, Base: "04_atomic_ttl", Side: true,
+		Title:     "Side road: the lock's value is its expiry time (GETSET)",
+		Claim:     "The lock stores when it expires; a client that finds that time past takes it over with GETSET.",
+		Article:   "002 — 实现原理二 (setnx(lockkey, currenttime+timeout), getSet)",
+		Fixes:     "A lock left by a dead holder is taken over by the next client once its time is past, TTL or not.",
+		Breaks:    "Whether a lock has expired is decided by the asking client's clock: a client whose clock runs ahead takes over a lock that is still held.",
+		Hint:      "Let a second process with a clock 3 × TTL ahead ask while the holder works (clock-skew).",
+		Lesson:    "A lock that compares timestamps from different machines trusts every machine's clock with everyone's lock. Leases must be measured by one clock — the lock server's TTL — or as elapsed time on each client's monotonic clock, never by comparing wall clocks.",
+		BreakWith: steps.ClockSkew,
+		New:       getset.New, Order: getset.Order, Source: getset.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Contention: {lost},
+			steps.Slow:       {overlap, oversold, foreign},
+			steps.UnlockRace: {foreign},
+			steps.Reentrant:  {reentry},
+			steps.Pause:      {overlap, oversold},
+			steps.Failover:   {overlap, oversold},
+			steps.Partition:  {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
+			steps.ClockSkew:  {overlap, oversold},
 		},
 	},
 	{
@@ -140,6 +172,7 @@ var Steps = []*steps.Step{
 			steps.Pause:      {overlap, oversold},
 			steps.Failover:   {overlap, oversold},
 			steps.Partition:  {overlap, oversold},
+			steps.Restart:    {overlap, oversold},
 		},
 	},
 	{
@@ -161,6 +194,7 @@ var Steps = []*steps.Step{
 			steps.Failover:    {overlap, oversold},
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -183,6 +217,7 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -204,6 +239,7 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -224,6 +260,7 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -244,6 +281,7 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
 		},
 	},
 	{
@@ -263,6 +301,7 @@ var Steps = []*steps.Step{
 			steps.Load:      {idle},
 			steps.Partition: {overlap, oversold},
 			steps.Greedy:    {starved},
+			steps.Restart:   {overlap, oversold},
 		},
 	},
 	{
@@ -281,6 +320,7 @@ var Steps = []*steps.Step{
 			steps.Failover: {overlap, oversold},
 			steps.Load:     {idle},
 			steps.Greedy:   {starved},
+			steps.Restart:  {overlap, oversold},
 		},
 	},
 	{
@@ -298,6 +338,7 @@ var Steps = []*steps.Step{
 			steps.Pause:    {overlap, oversold},
 			steps.Failover: {overlap, oversold},
 			steps.Greedy:   {starved},
+			steps.Restart:  {overlap, oversold},
 		},
 	},
 	{
@@ -314,7 +355,54 @@ var Steps = []*steps.Step{
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:    {overlap, oversold},
 			steps.Failover: {overlap, oversold},
+			steps.Restart:  {overlap, oversold},
 		},
+	},
+	{
+		Slug: "15_redlock", Number: 15, Base: "12_lease_guard", Nodes: 3,
+		Title:     "Redlock: a majority of three Redis",
+		Claim:     "The lock is held only on a majority of three independent nodes, with time left of the lease: one node's failover no longer hands it out.",
+		Article:   "001 — 多节点redis实现的分布式锁算法(RedLock); redis.io's Redlock",
+		Fixes:     "A failover of one node loses the lock there, but the holder still has a majority and nobody else can get one.",
+		Breaks:    "A node that restarts without persistence forgets the lock: with the node the holder missed, a second buyer has a majority too. And a pause still writes late.",
+		Hint:      "Restart a lock node the holder holds, when the holder missed another.",
+		Lesson:    "A majority protects against a node that fails over or goes away, not against one that comes back having forgotten. Redis's Redlock page asks for fsync on every write, or for a restarted node to stay away for a lease. And no lock, however many nodes it lives on, stops a paused process's stale write: the resource must check a fencing token.",
+		BreakWith: steps.Restart,
+		New:       redlock.New, Order: redlock.Order, Source: redlock.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:   {overlap, oversold},
+			steps.Load:    {idle},
+			steps.Greedy:  {starved},
+			steps.Restart: {overlap, oversold},
+		},
+	},
+	{
+		Slug: "16_fencing", Number: 16, Base: "14_fair",
+		Title:     "Fencing tokens: the inventory refuses a stale write",
+		Claim:     "Each acquisition takes a rising token; the inventory refuses a read or write whose token is lower than one it has seen.",
+		Article:   "the articles stop short of it; Kleppmann's fencing tokens, Redisson's RFencedLock",
+		Fixes:     "A holder paused past its lease still gets inside, but its stale write is refused: nothing is oversold.",
+		Breaks:    "The token counter lives beside the lock on one Redis: a failover or a restart loses its last increments and hands a token out again.",
+		Hint:      "Fail the lock primary over right after the holder's lock write.",
+		Lesson:    "The resource checking for itself is what makes a lost lock harmless: the pause still lets two in, and the stale write bounces. But the token is only as monotonic as the counter behind it: counted on the same Redis that fails over, it repeats, and an equal token passes. A token must come from somewhere that never goes back (a consensus system, or the resource itself).",
+		BreakWith: steps.Failover,
+		New:       fencing.New, Order: fencing.Order, Source: fencing.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:    {overlap},
+			steps.Failover: {overlap, oversold},
+			steps.Restart:  {overlap, oversold},
+		},
+	},
+	{
+		Slug: "17_atomic_stock", Number: 17, Base: "01_naive", NoLock: true,
+		Title:   "No lock: sell in one atomic step",
+		Claim:   "After the work, one Lua script on the inventory takes a unit off the shelf only if one is left.",
+		Article: "001 — 减库存 (the Lua stock decrement)",
+		Fixes:   "Nothing can oversell: no buyer writes back a number it read, so there is no critical section left to protect.",
+		Breaks:  "Nothing in the matrix: the shop is the truth, and the shop now decides. The work itself still runs for every buyer.",
+		Hint:    "Try everything: crash, pause, fail over, restart. The stock holds.",
+		Lesson:  "The endpoint that only decrements a counter needs no lock at all. Correctness belongs to the resource; a lock is for efficiency — keeping work from running twice, or from running when it is pointless — and for the cases a resource cannot check (several resources at once, work outside any store).",
+		New:     atomicstock.New, Order: atomicstock.Order, Source: atomicstock.Source,
 	},
 }
 
@@ -323,7 +411,7 @@ var Steps = []*steps.Step{
 func Find(s string) (*steps.Step, error) {
 	for _, st := range Steps {
 		name := st.Slug[strings.IndexByte(st.Slug, '_')+1:]
-		if n, err := strconv.Atoi(s); (err == nil && n == st.Number) || s == st.Slug || s == name {
+		if n, err := strconv.Atoi(s); (err == nil && n == st.Number && n > 0) || s == st.Slug || s == name {
 			return st, nil
 		}
 	}

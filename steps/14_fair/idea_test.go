@@ -1,0 +1,174 @@
+package lock_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/lockstep-lab/lockstep/steps"
+	lock "github.com/lockstep-lab/lockstep/steps/14_fair"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+// This step's idea: waiters queue in Redis in the order they asked and get the lock in that order;
+// a waiter that stops asking is dropped from the line after its deadline (2 × TTL after it last
+// asked), so it cannot block the line for ever.
+
+const (
+	key  = "lock:product:1001"
+	line = key + ":line"    // the list of waiting requests, first come first
+	by   = key + ":line:by" // each waiter's deadline, ms on Redis's clock
+)
+
+type arena struct {
+	t    *testing.T
+	m    *miniredis.Miniredis
+	ttl  time.Duration
+	life context.Context
+	wg   *sync.WaitGroup
+}
+
+func newArena(t *testing.T, ttl time.Duration) *arena {
+	t.Helper()
+	leaks := goleak.IgnoreCurrent()
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	m.ClockTTL(true)
+	life, die := context.WithCancel(context.Background())
+	a := &arena{t: t, m: m, ttl: ttl, life: life, wg: &sync.WaitGroup{}}
+	t.Cleanup(func() {
+		die()
+		a.wg.Wait()
+		m.Close()
+		goleak.VerifyNone(t, leaks)
+	})
+	return a
+}
+
+// buyer is one process: a Locker on its own client.
+func (a *arena) buyer(id string) steps.Locker {
+	rdb := redis.NewClient(&redis.Options{Addr: a.m.Addr()})
+	a.t.Cleanup(func() { rdb.Close() })
+	return lock.New(steps.Proc{ID: id, Redis: rdb, Nodes: []*redis.Client{rdb}, TTL: a.ttl, Ctx: a.life,
+		Go: func(f func(context.Context)) {
+			a.wg.Add(1)
+			go func() { defer a.wg.Done(); f(a.life) }()
+		}})
+}
+
+// inLine is how many requests wait in the line.
+func (a *arena) inLine() int {
+	l, _ := a.m.List(line)
+	return len(l)
+}
+
+// eventually polls cond every millisecond until it holds, or fails the test after d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+	}
+}
+
+// Three waiters join the line one after the other while the lock is held; after the release they
+// get it in the order they asked, each as the one before lets go.
+func TestWaitersGetTheLockInTheOrderTheyAsked(t *testing.T) {
+	const ttl = time.Second // each waiter asks again at least once a lease: far inside its 2 × TTL deadline
+	a := newArena(t, ttl)
+	holder := a.buyer("buyer-0")
+	held, done := lock.WithRequest(context.Background())
+	defer done()
+	if ok, err := holder.Lock(held, key); err != nil || !ok {
+		t.Fatalf("holder's Lock = %v, %v", ok, err)
+	}
+
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i, id := range []string{"buyer-1", "buyer-2", "buyer-3"} {
+		w := a.buyer(id)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, done := lock.WithRequest(context.Background())
+			defer done()
+			ctx, cancel := context.WithTimeout(req, 10*ttl)
+			defer cancel()
+			ok, err := w.Lock(ctx, key)
+			if err != nil || !ok {
+				t.Errorf("%s's Lock = %v, %v; want true", id, ok, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, id) // one holder at a time: this is the order of acquisition
+			mu.Unlock()
+			if err := w.Unlock(ctx, key); err != nil {
+				t.Errorf("%s's Unlock = %v", id, err)
+			}
+		}()
+		// The next one asks only once this one is in line: the order they asked is known.
+		eventually(t, ttl/2, id+" did not join the line", func() bool { return a.inLine() == i+1 })
+	}
+	if err := holder.Unlock(held, key); err != nil {
+		t.Fatalf("holder's Unlock = %v", err)
+	}
+	wg.Wait()
+	want := []string{"buyer-1", "buyer-2", "buyer-3"}
+	if !slices.Equal(order, want) {
+		t.Errorf("the waiters got the lock in the order %v; want %v, the order they asked", order, want)
+	}
+	if n := a.inLine(); n != 0 || a.m.Exists(by) || a.m.Exists(key) {
+		t.Errorf("after the last Unlock: %d in line, deadlines kept: %v, lock kept: %v; want all gone", n, a.m.Exists(by), a.m.Exists(key))
+	}
+}
+
+// A waiter that stopped asking (a process that died in line) is first in line, and the lock is
+// free. The next waiter does not wait for it for ever: it gets the lock once the dead waiter's
+// deadline has passed on Redis's clock, and the dead one is gone from the line.
+func TestDeadWaiterIsDroppedAfterItsDeadline(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	a := newArena(t, ttl)
+	deadline := time.Now().Add(2 * ttl).UnixMilli() // as lock.lua sets it: 2 × TTL after it asked
+	a.m.RPush(line, "dead-request")
+	a.m.ZAdd(by, float64(deadline), "dead-request")
+
+	w := a.buyer("buyer-1")
+	req, done := lock.WithRequest(context.Background())
+	defer done()
+	ctx, cancel := context.WithTimeout(req, 10*ttl)
+	defer cancel()
+	start := time.Now()
+	ok, err := w.Lock(ctx, key)
+	got := time.Now()
+	if err != nil || !ok {
+		t.Fatalf("Lock = %v, %v; want true once the dead waiter is dropped", ok, err)
+	}
+	defer func() {
+		if err := w.Unlock(ctx, key); err != nil {
+			t.Errorf("Unlock = %v", err)
+		}
+	}()
+	t.Logf("got the lock %v after asking; the dead waiter's deadline was %v after", got.Sub(start).Round(time.Millisecond),
+		time.UnixMilli(deadline).Sub(start).Round(time.Millisecond))
+	if got.UnixMilli() < deadline {
+		t.Errorf("got the lock at %d ms, before the dead waiter's deadline (%d ms): it jumped the line", got.UnixMilli(), deadline)
+	}
+	if late := got.Sub(time.UnixMilli(deadline)); late > ttl {
+		t.Errorf("got the lock %v after the dead waiter's deadline; want about at once (≤ TTL = %v)", late, ttl)
+	}
+	if l, _ := a.m.List(line); len(l) != 0 {
+		t.Errorf("the line is %v; want empty (the dead waiter dropped, the live one holding the lock)", l)
+	}
+	if s, err := a.m.ZScore(by, "dead-request"); err == nil {
+		t.Errorf("the dead waiter's deadline is still kept (%v)", s)
+	}
+}

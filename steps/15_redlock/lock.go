@@ -1,0 +1,349 @@
+// Package lock is one step of lockstep's Redis lock: README.md beside this file says which one,
+// what it fixes and what still breaks. Every step package is named lock, so that diff -ru between
+// two step folders shows only the idea the later one adds.
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	mrand "math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/redis/go-redis/v9"
+)
+
+// Locker keeps the lock on a majority of independent Redis nodes (Redlock): on each, a hash of
+// owner → holds in Lua scripts that check the owner to lock, unlock and renew. It asks every node
+// at once, each with a short timeout, and holds the lock only if a majority said yes and time is
+// left of the lease once the asking, and the clocks' drift, are paid for; otherwise it gives back
+// what it got, pauses and tries again, for a bounded time. The owner is the request, a token in its
+// context (WithRequest). While a request holds the lock, a lease guard renews it on every node
+// every TTL/3 and, when it can no longer prove the lease on a majority, ends the request's
+// context. Hazard: a majority is only as good as each node's memory: a node that restarts without
+// persistence forgets the lock, and with the node the holder missed, a second request has a
+// majority too. And a process paused after its last check still writes.
+type Locker struct {
+	nodes  []*redis.Client
+	ttl    time.Duration
+	life   context.Context   // the process's: its leases stop with it
+	mu     sync.Mutex        // guards leases: requests of one process lock and unlock at once
+	leases map[string]*lease // the lease of each request that holds a lock, by owner token
+}
+
+// New returns a Locker for the process p, on every lock node it has.
+func New(p steps.Proc) steps.Locker {
+	life := p.Ctx
+	if life == nil {
+		life = context.Background() // a Proc made by hand, not by a process
+	}
+	return &Locker{nodes: p.Nodes, ttl: p.TTL, life: life, leases: map[string]*lease{}}
+}
+
+// quorum is how many nodes make a majority.
+func (l *Locker) quorum() int { return len(l.nodes)/2 + 1 }
+
+// nodeTimeout bounds one node's answer: short against the lease, so a node that is down costs
+// little of it (Redlock's page suggests milliseconds against a lease of seconds; a quarter lease
+// leaves room for the lab's simulated network and first connections).
+func (l *Locker) nodeTimeout() time.Duration { return l.ttl / 4 }
+
+// drift is what Redlock sets aside for the nodes' clocks running apart: 1% of the lease + 2 ms.
+func (l *Locker) drift() time.Duration { return l.ttl/100 + 2*time.Millisecond }
+
+// request is one request: its owner token, and the end of its context.
+type request struct {
+	owner  string
+	cancel context.CancelCauseFunc
+}
+
+type requestKey struct{}
+
+// ErrLeaseLost is the cause a request's context ends with when its lock can no longer prove its
+// lease: the lock may be someone else's by now, and the request must not write.
+var ErrLeaseLost = errors.New("lock: the lease could not be proved: the lock may be another's now")
+
+// WithRequest returns ctx for one request: it carries a fresh owner token (16 random bytes, as
+// the articles' UUID), and it ends, with cause ErrLeaseLost, when a lock the request holds can no
+// longer prove its lease. Call done when the request is over. Go has no ThreadLocal, and a
+// goroutine is not a request anyway; the request's context is what travels with the request.
+func WithRequest(ctx context.Context) (_ context.Context, done func()) {
+	b := make([]byte, 16)
+	rand.Read(b)
+	ctx, cancel := context.WithCancelCause(ctx)
+	r := &request{owner: hex.EncodeToString(b), cancel: cancel}
+	return context.WithValue(ctx, requestKey{}, r), func() { cancel(nil) }
+}
+
+// ErrNoRequest is Lock's and Unlock's answer to a context WithRequest did not make.
+var ErrNoRequest = errors.New("lock: the context carries no request (use WithRequest)")
+
+func requestOf(ctx context.Context) (*request, error) {
+	r, ok := ctx.Value(requestKey{}).(*request)
+	if !ok {
+		return nil, ErrNoRequest
+	}
+	return r, nil
+}
+
+var (
+	//go:embed lock.lua
+	lockLua    string
+	lockScript = redis.NewScript(lockLua)
+	//go:embed unlock.lua
+	unlockLua    string
+	unlockScript = redis.NewScript(unlockLua)
+	//go:embed renew.lua
+	renewLua    string
+	renewScript = redis.NewScript(renewLua)
+)
+
+// retryBudget is how long Lock keeps trying, in leases: 10 × TTL.
+const retryBudget = 10
+
+// Lock takes key for the request in ctx on a majority of the nodes. Each try runs lock.lua on
+// every node at once, each with nodeTimeout; the try wins if a majority answered yes and the
+// lease still has time left once the try's own time (on the monotonic clock) and the drift are
+// taken off; a node that fails or does not answer in time counts as a no. A try that loses gives
+// back what it got on every node, pauses, and tries again, for
+// retryBudget leases; then Lock answers false. The request's first hold starts its lease guard.
+// Hazard: giving back after a losing try releases the request's holds on every node, nested ones
+// included: a nested Lock that loses leaves the outer hold without a majority.
+func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
+	req, err := requestOf(ctx)
+	if err != nil {
+		return false, err
+	}
+	giveUp := time.Now().Add(retryBudget * l.ttl)
+	for {
+		start := time.Now()
+		yes, holds, _ := l.onEach(ctx, func(ctx context.Context, c *redis.Client) (int64, error) {
+			r, err := lockScript.Run(ctx, c, []string{key}, req.owner, l.ttl.Milliseconds()).Int64Slice()
+			if err != nil || r[0] != 1 {
+				return 0, err
+			}
+			return r[1], nil
+		})
+		validity := l.ttl - time.Since(start) - l.drift()
+		if yes >= l.quorum() && validity > 0 {
+			if holds == 1 {
+				l.guard(key, req, start)
+			}
+			return true, nil
+		}
+		// Give back on every node, also those that seemed to say no: a node that timed out
+		// may have taken the lock all the same.
+		l.giveBack(ctx, key, req)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if time.Now().After(giveUp) {
+			return false, nil
+		}
+		if err := sleep(ctx, l.pause()); err != nil {
+			return false, err
+		}
+	}
+}
+
+// nodeCall is one command of a request on one node: a positive answer counts as a yes.
+type nodeCall func(ctx context.Context, c *redis.Client) (int64, error)
+
+// onEach runs f on every node at once, each within nodeTimeout, and counts the nodes that
+// answered with a positive number; it returns the smallest such number (a request's holds on the
+// node that knows of fewest), and the first error, if any.
+func (l *Locker) onEach(ctx context.Context, f nodeCall) (yes int, least int64, err error) {
+	type answer struct {
+		n   int64
+		err error
+	}
+	answers := make(chan answer, len(l.nodes))
+	for _, c := range l.nodes {
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, l.nodeTimeout())
+			defer cancel()
+			n, err := f(nctx, c)
+			answers <- answer{n, err}
+		}()
+	}
+	for range l.nodes {
+		a := <-answers
+		switch {
+		case a.err != nil && err == nil:
+			err = a.err
+		case a.n > 0:
+			yes++
+			if least == 0 || a.n < least {
+				least = a.n
+			}
+		}
+	}
+	return yes, least, err
+}
+
+// giveBack releases what a losing try got, on every node: unlock.lua only touches the request's
+// own holds.
+func (l *Locker) giveBack(ctx context.Context, key string, req *request) {
+	l.onEach(context.WithoutCancel(ctx), func(ctx context.Context, c *redis.Client) (int64, error) {
+		return 0, unlockScript.Run(ctx, c, []string{key}, req.owner).Err()
+	})
+}
+
+// pause is the wait between two tries: a fixed quarter TTL plus up to a quarter TTL more at
+// random, as the article's fixed time + random range, so requests that failed together do not
+// all try together again (Redlock asks for a random delay for the same reason).
+func (l *Locker) pause() time.Duration {
+	return l.ttl/4 + mrand.N(l.ttl/4)
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// margin is how long before its lease could run out a guard gives up on an unproved lease: clock
+// drift and the time a write takes to land, with room.
+func (l *Locker) margin() time.Duration { return l.ttl / 10 }
+
+// lease is one request's lease on a lock: a timer that renews it every TTL/3, and a timer that
+// ends the request if no renewal has proved it by the time it could run out.
+type lease struct {
+	key    string
+	req    *request
+	renew  *time.Timer
+	expire *time.Timer
+	mu     sync.Mutex
+	over   bool // stopped: no callback may act any more
+}
+
+// guard starts the request's lease, valid at most until sent + TTL − drift.
+func (l *Locker) guard(key string, req *request, sent time.Time) {
+	g := &lease{key: key, req: req}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.expire = time.AfterFunc(time.Until(sent.Add(l.ttl-l.drift()-l.margin())), func() { l.lost(g) })
+	g.renew = time.AfterFunc(l.ttl/3, func() { l.extend(g) })
+	l.mu.Lock()
+	l.leases[req.owner] = g
+	l.mu.Unlock()
+}
+
+// extend renews g with renew.lua on every node: renewed on a majority within the lease, it pushes
+// the guard's deadline; refused by a majority (the lock is not the request's there), it ends the
+// request at once; otherwise it leaves the deadline where it was.
+func (l *Locker) extend(g *lease) {
+	if l.life.Err() != nil {
+		l.stop(g) // the process died; so do its timers
+		return
+	}
+	sent := time.Now()
+	ctx, cancel := context.WithDeadline(l.life, sent.Add(l.ttl-l.drift()-l.margin()))
+	renewed, refused := 0, 0
+	var mu sync.Mutex
+	l.onEach(ctx, func(ctx context.Context, c *redis.Client) (int64, error) {
+		n, err := renewScript.Run(ctx, c, []string{g.key}, g.req.owner, l.ttl.Milliseconds()).Int()
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil && n == 1:
+			renewed++
+		case err == nil:
+			refused++
+		}
+		return int64(n), err
+	})
+	cancel()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.over:
+	case refused >= l.quorum():
+		g.over = true
+		g.expire.Stop()
+		g.req.cancel(ErrLeaseLost)
+	case renewed >= l.quorum() && time.Since(sent) < l.ttl-l.drift():
+		g.expire.Reset(time.Until(sent.Add(l.ttl - l.drift() - l.margin())))
+		g.renew.Reset(l.ttl / 3)
+	default:
+		g.renew.Reset(l.ttl / 3)
+	}
+}
+
+// lost ends the request whose lease could not be proved in time.
+func (l *Locker) lost(g *lease) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.over {
+		return
+	}
+	g.over = true
+	g.renew.Stop()
+	g.req.cancel(ErrLeaseLost)
+}
+
+// stop stops g's timers; no callback of g acts after it returns.
+func (l *Locker) stop(g *lease) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.over = true
+	g.renew.Stop()
+	g.expire.Stop()
+}
+
+// release stops the request's lease guard.
+func (l *Locker) release(owner string) {
+	l.mu.Lock()
+	g := l.leases[owner]
+	delete(l.leases, owner)
+	l.mu.Unlock()
+	if g != nil {
+		l.stop(g)
+	}
+}
+
+// Unlock gives back one hold of the request in ctx with unlock.lua, on every node. It returns
+// steps.ErrNotOwner when a majority of the nodes say the lock is not the request's (and stops its
+// lease guard); when the request's last hold is given back, the guard stops too.
+func (l *Locker) Unlock(ctx context.Context, key string) error {
+	req, err := requestOf(ctx)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	notMine, last := 0, 0
+	_, _, err = l.onEach(ctx, func(ctx context.Context, c *redis.Client) (int64, error) {
+		left, err := unlockScript.Run(ctx, c, []string{key}, req.owner).Int64()
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+		case left < 0:
+			notMine++
+		case left == 0:
+			last++
+		}
+		return 0, err
+	})
+	switch {
+	case notMine >= l.quorum():
+		l.release(req.owner)
+		return steps.ErrNotOwner
+	case last+notMine >= l.quorum():
+		l.release(req.owner)
+	case err != nil:
+		l.release(req.owner)
+		return err
+	}
+	return nil
+}
