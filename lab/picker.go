@@ -110,7 +110,7 @@ func (p *picker) list(w, room int) []string {
 		}
 		switch b := baseOf(s.steps, i); {
 		case b >= 0 && !numbered(st):
-			line += "  ← a side road from " + stepName(s.steps[b])
+			line += "  ← beside " + stepName(s.steps[b])
 		case b >= 0 && s.steps[b].Number != st.Number-1:
 			line += "  ← grows from " + stepName(s.steps[b])
 		}

@@ -124,7 +124,7 @@ func TestTmux(t *testing.T) {
 			t.Errorf("after b the pane lacks %q:\n%s", want, s)
 		}
 	}
-	l.send("Right")
+	l.send("5") // → may be a side road beside step 4
 	l.waitFor(5*time.Second, fmt.Sprintf("Step 5/%d", last), "diff from step 4", "+ ")
 	l.send("?")
 	l.waitFor(5*time.Second, "close help", "x crash", "Everywhere")
