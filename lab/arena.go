@@ -21,15 +21,16 @@ type arena struct {
 	lanes                                      []*lane // buyer n at index n-1
 	lock                                       *lane
 	owner                                      int
-	ownedAt                                    time.Duration // when the owner took or last renewed the lock
-	inside                                     map[int]bool
+	ownedAt                                    time.Duration   // when the owner took or last renewed the lock
+	inside                                     map[[2]int]bool // the orders inside: {buyer, order}
+	overlapLogged                              map[[2]int]bool // pairs of buyers whose overlap the log has said
 	armed, failedOver                          bool
-	viol                                       map[steps.Kind]string
-	seen                                       []steps.Kind // the kinds announced, in order
-	first                                      string       // a finished run's headline
+	viol                                       map[steps.Kind]string        // the referee's sentence for each kind it found
+	violAt                                     map[steps.Kind]time.Duration // when it said it
+	seen                                       []steps.Kind                 // the kinds announced, in order
+	first                                      string                       // a finished run's headline
 	log                                        []string
-	noLock                                     bool          // the step takes no lock (step 1)
-	ownerDoneAt                                time.Duration // when the owner's order ended (done or crashed), 0 while it runs
+	noLock                                     bool // the step takes no lock (step 1)
 	now                                        time.Duration
 	last                                       time.Duration // the latest event
 
@@ -49,8 +50,8 @@ func newArena(sc steps.Scenario, t sim.Timing, stock int, lockKey string, canFai
 		res = time.Millisecond
 	}
 	return &arena{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
-		initial: stock, shelf: stock, lock: newLane(0), inside: map[int]bool{},
-		viol: map[steps.Kind]string{}, roster: roster{retired: map[int]bool{}}}
+		initial: stock, shelf: stock, lock: newLane(0), inside: map[[2]int]bool{}, overlapLogged: map[[2]int]bool{},
+		viol: map[steps.Kind]string{}, violAt: map[steps.Kind]time.Duration{}, roster: roster{retired: map[int]bool{}}}
 }
 
 func (a *arena) bucket(d time.Duration) int64 { return int64(d / a.res) }
@@ -78,11 +79,12 @@ func (a *arena) logf(at time.Duration, format string, args ...any) {
 	a.log = append(a.log, line)
 }
 
-// setOverlap marks every buyer inside as overlapping while two or more are inside.
+// setOverlap marks every buyer inside as overlapping while two or more orders are inside (two
+// orders of one buyer, a second request, count as two).
 func (a *arena) setOverlap(b int64) {
 	many := len(a.inside) >= 2
-	for n := range a.inside {
-		l := a.buyer(n)
+	for o := range a.inside {
+		l := a.buyer(o[0])
 		l.at(b)
 		l.overlap = many
 		l.touch(b)
@@ -96,7 +98,7 @@ func (a *arena) setOwner(n int, b int64) {
 		o.holding = false
 		o.touch(b)
 	}
-	a.owner, a.ownerDoneAt = n, 0
+	a.owner = n
 	a.lock.at(b)
 	a.lock.own = n
 	a.lock.touch(b)
@@ -125,14 +127,19 @@ func (a *arena) apply(e sim.Event) {
 		a.commands++
 		d := e.Detail
 		switch {
-		case d == "GET stock":
+		case strings.HasPrefix(d, "GET stock"):
 			l.mark(b, 'G')
-		case d == "SET stock":
-			l.mark(b, 'S')
+		case strings.HasPrefix(d, "SET stock"):
+			// drawn when the write lands (EvWrite): a paused process sends it only after the pause
 		case d == "GET lock":
 			l.mark(b, 'o')
 		case d == "DEL lock":
 			l.mark(b, 'D')
+		case strings.HasPrefix(d, "EVAL") && e.Buyer != a.owner && l.waiting && !l.inside:
+			// a waiter's Lua lock attempt (steps 10+): counted as one more try, as SET NX is
+			if c := l.at(b); c != nil && c.spins < 1<<15 {
+				c.spins++
+			}
 		case strings.HasPrefix(d, "EVAL"):
 			l.mark(b, 'L')
 			if e.Buyer == a.owner {
@@ -149,43 +156,77 @@ func (a *arena) apply(e sim.Event) {
 			}
 		}
 	case sim.EvStart:
-		l.waiting = true
+		l.under[e.Order] = true
+		l.order(e.Order, true, false)
 		l.touch(b)
 	case sim.EvEnter:
 		if a.initial < 0 { // a scenario's stock is known from its first read
 			a.initial, a.shelf = e.Stock, e.Stock
 		}
-		l.waiting = false
-		l.inside = true
-		a.inside[e.Buyer] = true
+		l.order(e.Order, false, true)
+		a.inside[[2]int{e.Buyer, e.Order}] = true
 		a.logf(e.At, "buyer %d is inside: read stock %d", e.Buyer, e.Stock)
 		a.setOverlap(b)
 	case sim.EvWrite:
+		l.mark(b, 'S')
 		a.confirmed++
 		a.shelf = e.Stock
 		a.logf(e.At, "buyer %d wrote stock %d: order confirmed", e.Buyer, e.Stock)
 	case sim.EvExit:
-		l.inside, l.overlap = false, false
-		delete(a.inside, e.Buyer)
+		l.order(e.Order, false, false)
+		l.overlap = false
+		delete(a.inside, [2]int{e.Buyer, e.Order})
 		l.touch(b)
 		a.setOverlap(b)
-	case sim.EvDone:
-		l.waiting = false
-		l.touch(b)
-		if e.Buyer == a.owner && a.ownerDoneAt == 0 {
-			a.ownerDoneAt = max(e.At, 1)
+	case sim.EvRefused:
+		// Lock answered false: the order stops waiting (it returns, or tries again later)
+		if l.waitO[e.Order] {
+			l.order(e.Order, false, false)
+			l.touch(b)
 		}
+	case sim.EvDone:
+		delete(l.under, e.Order)
+		l.order(e.Order, false, false)
+		if !l.inside {
+			l.overlap = false
+		}
+		delete(a.inside, [2]int{e.Buyer, e.Order})
+		l.touch(b)
 		switch d := e.Detail; {
 		case strings.HasPrefix(d, "sold, but "):
 			// the order wrote the stock, then its handler returned an error (an Unlock refused)
 			a.logf(e.At, "buyer %d: sold; then %s", e.Buyer, strings.TrimPrefix(d, "sold, but "))
+		case d == "ok, but sold nothing":
+			a.logf(e.At, "buyer %d: order returned without selling anything", e.Buyer)
 		case d != "ok" && !strings.Contains(d, "busy"):
 			a.logf(e.At, "buyer %d: order failed: %s", e.Buyer, d)
 		}
 	case sim.EvWaiting:
-		if a.scenario != "" { // live buyers wait all the time: only a scenario's waits are news
+		switch {
+		case e.Other == e.Buyer:
+			// a second request of the process found its own process's lock: it waits its turn
+			a.logf(e.At, "buyer %d: its second order found the lock held by its other order, and waits", e.Buyer)
+		case a.scenario != "": // live buyers wait all the time: only a scenario's waits are news
 			a.logf(e.At, "buyer %d found the lock held by buyer %d", e.Buyer, e.Other)
 		}
+	case sim.EvOverlap:
+		// The referee decides overlaps in the inventory's order, so this can come after both
+		// orders' marks; the first is said by its VIOLATION line, each other pair once.
+		pair := [2]int{min(e.Buyer, e.Other), max(e.Buyer, e.Other)}
+		if _, told := a.viol[steps.Overlap]; told && !a.overlapLogged[pair] {
+			a.logf(e.At, "overlap: %s", e.Detail)
+		}
+		a.overlapLogged[pair] = true
+	case sim.EvFenced:
+		a.logf(e.At, "FENCED: %s", e.Detail)
+	case sim.EvPartitioned:
+		l.cut = true
+		l.touch(b)
+		a.logf(e.At, "buyer %d is cut off from the lock server for %s (the inventory still answers)", e.Buyer, e.Detail)
+	case sim.EvHealed:
+		l.cut = false
+		l.touch(b)
+		a.logf(e.At, "buyer %d reaches the lock server again", e.Buyer)
 	case sim.EvRejected:
 		a.logf(e.At, "buyer %d turned away, %d on the shelf", e.Buyer, e.Stock)
 	case sim.EvAcquired:
@@ -235,36 +276,30 @@ func (a *arena) apply(e sim.Event) {
 		l.touch(b)
 		a.logf(e.At, "buyer %d runs again", e.Buyer)
 	case sim.EvCrashed:
-		l.crashed, l.frozen, l.waiting, l.holding = true, false, false, false
+		l.crashed, l.frozen, l.cut, l.holding = true, false, false, false
+		clear(l.waitO)
+		clear(l.under)
+		l.order(0, false, false)
 		l.touch(b)
-		if e.Buyer == a.owner && a.ownerDoneAt == 0 {
-			a.ownerDoneAt = max(e.At, 1)
-		}
 		a.logf(e.At, "buyer %d crashed", e.Buyer)
 	case sim.EvReentry:
 		a.logf(e.At, "buyer %d: nested lock failed: %s", e.Buyer, e.Detail)
 	case sim.EvViolation:
-		a.see(e.Viol, e.Detail)
-		detail := e.Detail
-		if e.Viol == steps.Oversold || e.Viol == steps.Flood {
-			// their numbers move on: the SHOP line and INVARIANTS say them as they are now
-			detail = map[steps.Kind]string{steps.Oversold: "more orders confirmed than units left the shelf (SHOP counts them)",
-				steps.Flood: fmt.Sprintf("more than %d Redis commands per confirmed order", steps.FloodLimit)}[e.Viol]
-		}
+		a.see(e.Viol, e.Detail, e.At)
 		if a.judged(e.Viol) {
-			a.logf(e.At, "VIOLATION %s: %s", e.Viol, detail)
+			a.logf(e.At, "VIOLATION %s: %s", e.Viol, e.Detail)
 		} else {
-			a.logf(e.At, "also seen (not judged by %s) %s: %s", a.scenario, e.Viol, detail)
+			a.logf(e.At, "also seen (not judged by %s) %s: %s", a.scenario, e.Viol, e.Detail)
 		}
 	}
 }
 
 // see records kind k, announced with sentence s (the first announcement of a kind is kept).
-func (a *arena) see(k steps.Kind, s string) {
+func (a *arena) see(k steps.Kind, s string, at time.Duration) {
 	if _, ok := a.viol[k]; ok {
 		return
 	}
-	a.viol[k] = oneLine(s)
+	a.viol[k], a.violAt[k] = oneLine(s), at
 	a.seen = append(a.seen, k)
 }
 
@@ -276,12 +311,9 @@ func (a *arena) finish(rep *sim.Report, err error) {
 		return
 	}
 	a.initial, a.shelf, a.confirmed = rep.InitialStock, rep.FinalStock, rep.Confirmed
-	a.viol, a.seen = map[steps.Kind]string{}, nil
+	a.viol, a.violAt, a.seen = map[steps.Kind]string{}, map[steps.Kind]time.Duration{}, nil
 	for _, f := range rep.Explain {
-		a.see(f.Kind, f.Sentence)
+		a.see(f.Kind, f.Sentence, 0)
 	}
-	a.first = ""
-	if len(rep.Explain) > 0 {
-		a.first = oneLine(rep.Headline())
-	}
+	a.first = oneLine(headline(rep))
 }

@@ -188,7 +188,10 @@ func (p *arenaPane) lessonLines(w int) []string {
 		return l[:min(len(l), 3)]
 	}
 	h := s.handoff
-	if h == nil || h.from != s.cur {
+	switch {
+	case (h == nil || h.from != s.cur) && a.rep != nil && !a.rep.Complete():
+		return wrap(sWarn.Render(fmt.Sprintf("No verdict for %s under %s: ", stepName(st), a.scenario))+"what the referee could not see is said above. Press b to replay, r for live buyers.", w)
+	case h == nil || h.from != s.cur:
 		return wrap(sGood.Render(fmt.Sprintf("%s held under %s. ", upper(stepName(st)), a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
 	}
 	out := wrap(sBad.Render(fmt.Sprintf("✗ Step %d broke. ", st.Number))+sLesson.Render(st.Lesson), w)
@@ -199,7 +202,12 @@ func (p *arenaPane) lessonLines(w int) []string {
 func (p *arenaPane) footer(w int) []string {
 	k, s := p.keys, p.s
 	if s.ar == nil || s.ar.scenario == "" {
-		return strings.Split(footer(w, k.faultRow(), k.ShortHelp()), "\n")
+		// the faults on a line of their own, unless packing them with the rest saves a line
+		rows := strings.Split(footer(w, k.faultRow(), k.ShortHelp()), "\n")
+		if packed := strings.Split(footer(w, append(k.faultRow(), k.ShortHelp()...)), "\n"); len(packed) < len(rows) {
+			return packed
+		}
+		return rows
 	}
 	var keys []key.Binding
 	if h := s.handoff; s.ar.done && h != nil && h.from == s.cur {
@@ -208,10 +216,11 @@ func (p *arenaPane) footer(w int) []string {
 			if h.next == h.fix {
 				desc += ": the fix"
 			}
-			keys = append(keys, key.NewBinding(key.WithKeys("right"), key.WithHelp("→", desc)))
+			jk := h.jumpKey(s.steps, h.next)
+			keys = append(keys, key.NewBinding(key.WithKeys(jk), key.WithHelp(jk, desc)))
 		}
 		if h.fix >= 0 && h.fix != h.next {
-			n := strconv.Itoa(s.steps[h.fix].Number)
+			n := h.jumpKey(s.steps, h.fix)
 			keys = append(keys, key.NewBinding(key.WithKeys(n), key.WithHelp(n, stepName(s.steps[h.fix])+": the fix")))
 		}
 		keys = append(keys, k.g.Break, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit)
@@ -222,7 +231,7 @@ func (p *arenaPane) footer(w int) []string {
 }
 
 var legendItems = [][]string{
-	{"█ inside", "▓ OVERLAP", "═ holds", "· refused/waiting", "~ spinning", "‖ frozen", "× crashed", "─/═ lock free/held"},
+	{"█ inside", "▓ OVERLAP", "═ holds", "· waits", "~ spins", "‖ frozen", "× crashed", "┄/▒ cut off", "─/═ lock free/held"},
 	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "F/? failover/lost"},
 }
 

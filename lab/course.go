@@ -12,14 +12,12 @@ import (
 // The steps as a course: the numbered line, where each step grew from, and which step fixes what
 // broke one. Everything here is read from the catalog's descriptors, never written down twice.
 
-// numbered tells whether st is on the numbered line. Hazard: the lab takes a catalog entry with
-// no number (0) for a side road, beside the line; the catalog must number every step of the line.
-func numbered(st *steps.Step) bool { return st.Number > 0 }
+// numbered tells whether st is on the numbered line: not a side road (Side, Number 0).
+func numbered(st *steps.Step) bool { return !st.Side && st.Number > 0 }
 
 // takesNoLock tells whether st takes no lock at all (step 1, the endpoint the articles start
-// from). Hazard: the descriptor does not say it, so the lab knows it by the number; a second
-// lockless step (17_atomic_stock) needs a field in steps.Step.
-func takesNoLock(st *steps.Step) bool { return st.Number == 1 }
+// from): faults aimed at a lock have nothing to act on.
+func takesNoLock(st *steps.Step) bool { return st.NoLock }
 
 // lastNumber is the highest step number of the line.
 func lastNumber(all []*steps.Step) int {
@@ -48,9 +46,30 @@ func stepName(st *steps.Step) string {
 	return st.Slug
 }
 
-// baseOf is the index of the step that all[i] grew from (its code pane diffs against it), or -1
-// for the first. Until steps.Step names its base, that is the entry before it in the catalog.
-func baseOf(all []*steps.Step, i int) int { return i - 1 }
+// baseOf is the index of the step that all[i] grew from (its Base: its code pane diffs against
+// it), or -1 for the first, or a base the catalog does not hold.
+func baseOf(all []*steps.Step, i int) int {
+	if b := all[i].Base; b != "" {
+		for j, st := range all {
+			if st.Slug == b {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// nextOf is the index of the numbered step after all[i] on the line (a side road's next is the
+// step after its base's), or -1 after the last.
+func nextOf(all []*steps.Step, i int) int {
+	n := all[i].Number
+	if !numbered(all[i]) {
+		if b := baseOf(all, i); b >= 0 {
+			n = all[b].Number
+		}
+	}
+	return byNumber(all, n+1)
+}
 
 // extends tells whether typed is the start of a longer step number: with steps 10–17, "1" may
 // still become 10–17.
@@ -78,26 +97,35 @@ type handoff struct {
 
 // newHandoff works out the hand-off after all[i] broke with kinds under sc.
 func newHandoff(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.Kind) *handoff {
-	h := &handoff{from: i, sc: sc, kinds: kinds, next: -1, fix: -1}
-	if i+1 < len(all) {
-		h.next = i + 1
+	h := &handoff{from: i, sc: sc, kinds: kinds, next: nextOf(all, i), fix: -1}
+	if h.next >= 0 {
 		for _, k := range kinds {
-			if !slices.Contains(all[i+1].Expect[sc], k) {
+			if !slices.Contains(all[h.next].Expect[sc], k) {
 				h.clears = append(h.clears, k)
 			}
 		}
 	}
-	for j := i + 1; j < len(all) && h.fix < 0; j++ {
-		if numbered(all[j]) && !slices.ContainsFunc(kinds, func(k steps.Kind) bool { return slices.Contains(all[j].Expect[sc], k) }) {
+	from := all[i].Number
+	if !numbered(all[i]) {
+		if b := baseOf(all, i); b >= 0 {
+			from = all[b].Number
+		}
+	}
+	// The fix is the first step of the line after this one that clears every kind, in the
+	// line's order (the steps' numbers), whatever the catalog's order.
+	for n := from + 1; n <= lastNumber(all) && h.fix < 0; n++ {
+		j := byNumber(all, n)
+		if j >= 0 && !slices.ContainsFunc(kinds, func(k steps.Kind) bool { return slices.Contains(all[j].Expect[sc], k) }) {
 			h.fix = j
 		}
 	}
 	return h
 }
 
-// jumpKey is the key that opens step i: → for the next one, else its number.
+// jumpKey is the key that opens step i: → for the step after the broken one in the catalog (what
+// → opens), else its number.
 func (h *handoff) jumpKey(all []*steps.Step, i int) string {
-	if i == h.next {
+	if i == h.from+1 {
 		return "→"
 	}
 	return strconv.Itoa(all[i].Number)
@@ -109,7 +137,7 @@ func (h *handoff) sentence(all []*steps.Step) string {
 	switch {
 	case h.fix >= 0 && h.fix == h.next:
 		fx := all[h.fix]
-		return fmt.Sprintf("The fix: %s (%s) clears %s under %s — press → for its diff.", stepName(fx), fx.Title, kinds, h.sc)
+		return fmt.Sprintf("The fix: %s (%s) clears %s under %s — press %s for its diff.", stepName(fx), fx.Title, kinds, h.sc, h.jumpKey(all, h.fix))
 	case h.fix >= 0:
 		fx := all[h.fix]
 		nx := all[h.next]

@@ -68,18 +68,28 @@ func (p *helpPane) Update(k tea.KeyMsg) tea.Msg {
 
 const helpFaults = "Faults hit the current holder: the buyer inside the critical section, or else the lock's owner. " +
 	"crash: its process dies, no deferred code runs. error: its work returns an error. slow: its work takes 3×TTL. " +
-	"pause: stop-the-world for 3×TTL. unlock-race: it freezes just before the command that deletes its lock. " +
-	"failover: the next lock write skips the replica, then the primary dies. nested: its work calls a helper that takes the same lock."
+	"pause: stop-the-world for 3×TTL, just before its stock write leaves. unlock-race: it freezes just before the command that deletes its lock. " +
+	"failover: the next lock write skips the replica, then the primary dies. nested: its work calls a helper that takes the same lock. " +
+	"partition: inside its work, its link to the lock server (not to the inventory) is cut for 3×TTL: it works on, and writes when the link is back unless its lock told it to stop. " +
+	"2nd request: its process starts a second order at once with the same Locker, as a server serves two requests: does the lock tell them apart?"
 
 const helpBreak = "b replays the scenario that breaks this step. After it breaks, the lab names the fix: the first later " +
 	"step whose row of the matrix clears every kind that broke this one under that scenario — → when it is the next step, " +
 	"else its number — and opens its diff. When the next step clears only some of them, it says which; when no step " +
 	"does, it says so."
 
+const helpVerdict = "INVARIANTS says, for each kind, what the referee judged: ✗ it found a violation (its sentence says how, " +
+	"and while buyers run, when it found it), ✓ it judged the kind and found none, ? no verdict — not yet (stuck and idle are " +
+	"judged at the end of a scenario; a live session never judges idle) or it could not see (the line under it says why), " +
+	"– not judged by this scenario."
+
 const helpTimeline = "One lane per buyer, one for the lock server; time runs left to right, one column = TTL/20. " +
-	"Buyer lanes: █ inside the critical section, ▓ inside while another buyer is inside too (an overlap), " +
-	"═ holds the lock outside it, · waiting (on steps 2–6, which never wait: a refused attempt), ~ spinning on SET NX, ‖ frozen, × crashed. " +
-	"Marks: G GET stock, S SET stock, o GET lock (the owner check), D DEL lock, L Lua unlock, P TTL renewal. " +
+	"Buyer lanes: █ inside the critical section, ▓ inside while another order is inside too (an overlap; a buyer's two orders " +
+	"after a second request count too), ═ holds the lock outside it, · waiting (on steps 2–6, which never wait: a refused attempt), " +
+	"~ spinning (asking for the lock again and again), ┄ cut off from the lock server (a partition), ▒ inside and cut off " +
+	"(its lock can tell it nothing: it works on), ‖ frozen, × crashed. " +
+	"The status after a lane says \"▓ 2 inside\" when a buyer's two orders are inside together, \"+1 waits\" when its second one waits its turn. " +
+	"Marks: G GET stock, S SET stock, o GET lock (the owner check), D DEL lock, L a holder's Lua script (unlock or renewal), P TTL renewal. " +
 	"Lock lane: ─ free, ═ held, with the owner's number at the start of each hold, x expired, ! deleted by a non-owner, F failover, ? lost in the failover. " +
 	"When not every buyer fits, the lanes shown are the buyers a sentence on screen names, the lock's owner, then the busy ones."
 
@@ -91,7 +101,7 @@ func (p *helpPane) lines(w int) []string {
 		b = append(b, "", sLabel.Render(g.title))
 		b = append(b, strings.Split(p.hm.FullHelpView(g.km.FullHelp()), "\n")...)
 	}
-	for _, sec := range [][2]string{{"Faults", helpFaults}, {"After a break", helpBreak}, {"The timeline", helpTimeline}} {
+	for _, sec := range [][2]string{{"Faults", helpFaults}, {"After a break", helpBreak}, {"Invariants", helpVerdict}, {"The timeline", helpTimeline}} {
 		b = append(b, "", sBold.Render(sec[0]))
 		b = append(b, wrap(sec[1], w)...)
 	}

@@ -19,6 +19,7 @@ func bind(keys []string, k, desc string) key.Binding {
 type globalKeys struct {
 	Prev, Next, Jump, Break, Help, Quit key.Binding
 	Steps                               key.Binding // the footer's shorthand for Prev and Next
+	JumpShort                           key.Binding // the footer's shorter word for Jump
 }
 
 // ShortHelp and FullHelp make globalKeys a help.KeyMap.
@@ -29,11 +30,13 @@ func (k globalKeys) FullHelp() [][]key.Binding {
 }
 
 func newGlobalKeys(all []*steps.Step) globalKeys {
-	jump := bind([]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, fmt.Sprintf("1-%d", lastNumber(all)), "go to step")
+	digits := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+	short := bind(digits, fmt.Sprintf("1-%d", lastNumber(all)), "go to step")
+	jump := short
 	if lastNumber(all) > 9 {
-		jump.SetHelp(fmt.Sprintf("1-%d", lastNumber(all)), "go to step: type its number")
+		jump = bind(digits, fmt.Sprintf("1-%d", lastNumber(all)), "go to step: type its number")
 	}
-	return globalKeys{
+	return globalKeys{JumpShort: short,
 		Prev:  bind([]string{"left", "h"}, "←", "previous step"),
 		Next:  bind([]string{"right", "l"}, "→", "next step"),
 		Jump:  jump,
@@ -65,7 +68,7 @@ func newPickerKeys(g globalKeys) pickerKeys {
 }
 
 func (k pickerKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.g.Steps, k.g.Jump, k.Open, k.g.Break, k.Code, k.g.Help, k.g.Quit}
+	return []key.Binding{k.g.Steps, k.g.JumpShort, k.Open, k.g.Break, k.Code, k.g.Help, k.g.Quit}
 }
 
 func (k pickerKeys) FullHelp() [][]key.Binding {
@@ -77,12 +80,12 @@ type arenaKeys struct {
 	g                            globalKeys
 	Crash, Error, Slow, Pause    key.Binding
 	UnlockRace, Failover, Nested key.Binding
+	Partition, Second            key.Binding
 	Hold, Reset, More, Fewer     key.Binding
 	Slower, Faster               key.Binding
 	Buyers, Speed                key.Binding // footer shorthands
 	Code, Back                   key.Binding
 	faults                       map[sim.Fault]key.Binding
-	live                         []key.Binding // the keys that need live buyers
 }
 
 func newArenaKeys(g globalKeys) arenaKeys {
@@ -94,6 +97,8 @@ func newArenaKeys(g globalKeys) arenaKeys {
 		UnlockRace: bind([]string{"u"}, "u", "unlock-race"),
 		Failover:   bind([]string{"f"}, "f", "failover"),
 		Nested:     bind([]string{"n"}, "n", "nested"),
+		Partition:  bind([]string{"i"}, "i", "partition"),
+		Second:     bind([]string{"t"}, "t", "2nd request"),
 		Hold:       bind([]string{" "}, "space", "hold orders"),
 		Reset:      bind([]string{"r"}, "r", "reset"),
 		More:       bind([]string{"+", "="}, "+", "more buyers"),
@@ -108,8 +113,8 @@ func newArenaKeys(g globalKeys) arenaKeys {
 	k.faults = map[sim.Fault]key.Binding{
 		sim.FaultCrash: k.Crash, sim.FaultError: k.Error, sim.FaultSlow: k.Slow, sim.FaultPause: k.Pause,
 		sim.FaultUnlockRace: k.UnlockRace, sim.FaultFailover: k.Failover, sim.FaultReentrant: k.Nested,
+		sim.FaultPartition: k.Partition, sim.FaultSecond: k.Second,
 	}
-	k.live = []key.Binding{k.Hold, k.More, k.Fewer, k.Crash, k.Error, k.Slow, k.Pause, k.UnlockRace, k.Failover, k.Nested}
 	return k
 }
 
@@ -119,11 +124,12 @@ func (k arenaKeys) ShortHelp() []key.Binding {
 
 // faultRow is the footer's first line in a live arena: one key per fault.
 func (k arenaKeys) faultRow() []key.Binding {
-	return []key.Binding{k.Crash, k.Error, k.Slow, k.Pause, k.UnlockRace, k.Failover, k.Nested}
+	return []key.Binding{k.Crash, k.Error, k.Slow, k.Pause, k.UnlockRace, k.Failover, k.Nested, k.Partition, k.Second}
 }
 
 func (k arenaKeys) FullHelp() [][]key.Binding {
-	return [][]key.Binding{k.faultRow(), {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster}, {k.Code, k.Back}}
+	f := k.faultRow()
+	return [][]key.Binding{f[:5], f[5:], {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster}, {k.Code, k.Back}}
 }
 
 // codeKeys scroll the code pane and switch between diff and source.

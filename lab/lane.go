@@ -13,7 +13,9 @@ const (
 	stWait
 	stHold    // owns the lock, outside the critical section
 	stInside  // inside the critical section
-	stOverlap // inside while another buyer is inside too
+	stCut     // cut off from the lock server (a partition), not inside
+	stCutIn   // inside, cut off from the lock server: its lock cannot tell it anything
+	stOverlap // inside while another order is inside too
 	stFrozen
 	stCrashed
 )
@@ -33,11 +35,31 @@ type lane struct {
 	painted int64 // the last bucket painted; -1 before the first
 	ring    [ringN]tcell
 	// the buyer's state now
-	waiting, inside, overlap, holding, frozen, crashed bool
-	own                                                int // lock lane: the owner now
+	waiting, inside, overlap, holding, frozen, crashed, cut bool
+	own                                                     int // lock lane: the owner now
+	// the buyer's orders under way (a second request makes two): started and not returned,
+	// waiting for the lock, inside
+	under, waitO, inO map[int]bool
 }
 
-func newLane(n int) *lane { return &lane{n: n, painted: -1} }
+func newLane(n int) *lane {
+	return &lane{n: n, painted: -1, under: map[int]bool{}, waitO: map[int]bool{}, inO: map[int]bool{}}
+}
+
+// order sets order k's state: waiting for the lock, inside, or neither (ended).
+func (l *lane) order(k int, waiting, inside bool) {
+	setIf(l.waitO, k, waiting)
+	setIf(l.inO, k, inside)
+	l.waiting, l.inside = len(l.waitO) > 0, len(l.inO) > 0
+}
+
+func setIf(m map[int]bool, k int, on bool) {
+	if on {
+		m[k] = true
+	} else {
+		delete(m, k)
+	}
+}
 
 func (l *lane) state() uint8 {
 	switch {
@@ -47,6 +69,10 @@ func (l *lane) state() uint8 {
 		return stFrozen
 	case l.inside && l.overlap:
 		return stOverlap
+	case l.cut && l.inside:
+		return stCutIn
+	case l.cut:
+		return stCut
 	case l.inside:
 		return stInside
 	case l.holding:

@@ -118,7 +118,9 @@ func (t *timeline) ownerNumbers(cells []column, first, nowB int64) {
 					free = append(free, x)
 				}
 			}
-			if len(free) == len(num) && free[len(free)-1]-free[0] == len(num)-1 {
+			// a number right after another would read as one ("81"): the later hold keeps its ═
+			after := len(free) > 0 && free[0] > 0 && cells[free[0]-1].r >= '0' && cells[free[0]-1].r <= '9'
+			if len(free) == len(num) && free[len(free)-1]-free[0] == len(num)-1 && !after {
 				for i, x := range free {
 					cells[x].r = rune(num[i])
 				}

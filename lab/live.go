@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -22,9 +24,15 @@ type injectMsg struct {
 
 // liveIntent carries out an intent that needs live buyers.
 func (m *model) liveIntent(in tea.Msg) tea.Cmd {
-	if f, ok := in.(injectFault); ok && f.f == sim.FaultFailover && m.ar != nil && m.ar.noLock {
-		m.msg = "failover: this step takes no lock, so there is no lock write to lose — nothing armed"
-		return nil
+	if f, ok := in.(injectFault); ok && m.ar != nil && m.ar.noLock {
+		switch f.f {
+		case sim.FaultFailover:
+			m.msg = "failover: this step takes no lock, so there is no lock write to lose — nothing armed"
+			return nil
+		case sim.FaultPartition:
+			m.msg = "partition: this step takes no lock, so there is no link to a lock server to cut — nothing armed"
+			return nil
+		}
 	}
 	if m.sess == nil || m.sess.live == nil {
 		m.msg = "no live buyers now: press r to start them (b replays the scenario)"
@@ -48,16 +56,21 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 		}
 		m.buyers = n
 		live.SetBuyers(n)
-		m.ar.roster.set(n)
+		m.ar.roster.sync(live.Active())
 		m.msg = buyersText(n)
 		if in.n < 0 {
 			m.msg += fmt.Sprintf("; buyer %d retired (it finishes the order it is in)", m.ar.roster.lastRetired)
 		}
 	case injectFault:
 		f := in.f
-		m.msg = fmt.Sprintf("%s → …", f)
+		if m.ar.shelf <= 0 && f != sim.FaultFailover {
+			m.msg = fmt.Sprintf("%s: the shelf is sold out, so nobody orders and nothing can be hit — r restocks", f)
+			return nil
+		}
+		m.msg = fmt.Sprintf("%s → … (waiting up to a TTL for a holder)", f)
+		s, within := m.sess, m.timing().TTL
 		return func() tea.Msg {
-			who, err := live.Inject(f)
+			who, err := s.inject(f, within)
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
 			a := live.Arena()
@@ -67,6 +80,26 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// inject plays fault f on the current holder; when nobody holds the lock (on the back-off steps
+// it sits free much of the time), it tries again for up to within, so a key pressed between two
+// holds hits the next holder. A stopped session is never hit.
+func (s *session) inject(f sim.Fault, within time.Duration) (int, error) {
+	deadline := time.Now().Add(within)
+	for {
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			return 0, errors.New("the session has stopped")
+		}
+		who, err := s.live.Inject(f)
+		s.mu.Unlock()
+		if !errors.Is(err, sim.ErrNoHolder) || time.Now().After(deadline) {
+			return who, err
+		}
+		time.Sleep(within / 40)
+	}
 }
 
 // buyersText is "1 buyer", "5 buyers".
@@ -84,8 +117,74 @@ func (m *model) injected(msg injectMsg) {
 	}
 	m.ar.setLock(msg.lock)
 	m.msg = injectAnswer(msg, m.ar.noLock, m.arenaP.keys.faults[msg.f].Help().Key)
+	m.after = nil
 	if msg.f == sim.FaultFailover && msg.err == nil {
 		m.ar.armed = true
+	}
+	if msg.err == nil && msg.who != 0 {
+		m.after = &aftermath{gen: m.gen, f: msg.f, who: msg.who, said: m.msg}
+		if msg.f == sim.FaultSecond {
+			m.after.seen(m.ar.buyer(msg.who))
+		}
+	}
+}
+
+// aftermath is a fault that hit buyer who: the first thing that came of it is added to the
+// status line (said), so cause and effect are read together when the log is off screen.
+type aftermath struct {
+	gen, who int
+	f        sim.Fault
+	said     string
+	second   int   // a second request: its order's number, once it started
+	others   []int // and the buyer's other orders under way then
+}
+
+// then tells, for one event (already in the picture a), what came of the fault, in the
+// referee's words where it has some; "" when the event is not about it.
+func (af *aftermath) then(e sim.Event, a *arena) string {
+	switch {
+	case e.Kind == sim.EvOverlap && (e.Buyer == af.who || e.Other == af.who):
+		return e.Detail
+	case e.Kind == sim.EvViolation && slices.Contains(namedBuyers(e.Detail), af.who):
+		return e.Detail
+	case af.f == sim.FaultSecond && e.Kind == sim.EvStart && e.Buyer == af.who && af.second == 0:
+		af.second = e.Order
+	case af.f == sim.FaultSecond && e.Kind == sim.EvEnter && e.Buyer == af.who && e.Order == af.second && len(af.others) > 0 &&
+		!slices.ContainsFunc(af.others, func(k int) bool { return a.buyer(af.who).under[k] }):
+		// the referee says nothing of a lock that made a request wait: the picture does
+		return fmt.Sprintf("buyer %d's second order waited its turn: it went in only once its other order had returned", af.who)
+	case af.f == sim.FaultPartition && e.Kind == sim.EvDone && e.Buyer == af.who && e.Detail != "ok" && !strings.HasPrefix(e.Detail, "sold, but"):
+		// a lease guard stopped the order (12+): it returns without writing
+		if e.Detail == "ok, but sold nothing" {
+			return fmt.Sprintf("buyer %d's order returned without selling anything", af.who)
+		}
+		return fmt.Sprintf("buyer %d's order returned without selling anything: %s", af.who, e.Detail)
+	}
+	return ""
+}
+
+// seen takes the buyer's orders under way when the second request was answered: its events may
+// be in the picture already, the second order being the latest.
+func (af *aftermath) seen(l *lane) {
+	for k := range l.under {
+		af.others = append(af.others, k)
+	}
+	if len(af.others) > 1 {
+		slices.Sort(af.others)
+		af.second, af.others = af.others[len(af.others)-1], af.others[:len(af.others)-1]
+	}
+}
+
+// follow adds to the status line what came of the last fault, once.
+func (m *model) follow(e sim.Event) {
+	af := m.after
+	if af == nil || af.gen != m.gen || m.msg != af.said {
+		m.after = nil // the status line says something else now
+		return
+	}
+	if s := af.then(e, m.ar); s != "" {
+		m.msg = af.said + "; then: " + s
+		m.after = nil
 	}
 }
 
@@ -94,11 +193,11 @@ func (m *model) injected(msg injectMsg) {
 func injectAnswer(msg injectMsg, noLock bool, key string) string {
 	switch {
 	case errors.Is(msg.err, sim.ErrNoHolder) && noLock:
-		return fmt.Sprintf("%s: nobody is inside the critical section right now, so nothing was hit — try again when a █ is drawn", msg.f)
+		return fmt.Sprintf("%s: nobody was inside the critical section for a whole TTL, so nothing was hit — try again when a █ is drawn", msg.f)
 	case errors.Is(msg.err, sim.ErrNoHolder) && msg.lock.st.Owner != 0:
-		return fmt.Sprintf("%s: nobody held the lock when the key arrived; buyer %d has taken it since — press %s again", msg.f, msg.lock.st.Owner, key)
+		return fmt.Sprintf("%s: nobody held the lock for a whole TTL after the key; buyer %d has taken it since — press %s again", msg.f, msg.lock.st.Owner, key)
 	case errors.Is(msg.err, sim.ErrNoHolder):
-		return fmt.Sprintf("%s: nobody holds the lock right now, so nothing was hit — try again when a bar is drawn", msg.f)
+		return fmt.Sprintf("%s: nobody held the lock for a whole TTL after the key, so nothing was hit — try again when a bar is drawn", msg.f)
 	case msg.err != nil:
 		return fmt.Sprintf("%s: %v", msg.f, msg.err)
 	case msg.f == sim.FaultFailover:
@@ -108,9 +207,11 @@ func injectAnswer(msg injectMsg, noLock bool, key string) string {
 		sim.FaultCrash:      "crashed: its process died, its deferred code will never run",
 		sim.FaultError:      "its work will return an error",
 		sim.FaultSlow:       "its work now takes 3 × TTL",
-		sim.FaultPause:      "frozen (stop-the-world) for 3 × TTL",
+		sim.FaultPause:      "will freeze (stop-the-world) for 3 × TTL just before its stock write leaves",
 		sim.FaultUnlockRace: "will freeze just before the command that deletes its lock",
 		sim.FaultReentrant:  "its work calls a helper that takes the same lock again",
+		sim.FaultPartition:  "inside its work, its link to the lock server is cut for 3 × TTL; the inventory still answers",
+		sim.FaultSecond:     "its process starts a second order now, with the same Locker (a second request)",
 	}[msg.f]
 	return fmt.Sprintf("%s → buyer %d: %s", msg.f, msg.who, what)
 }

@@ -56,7 +56,8 @@ func (a *arena) topoLine() string {
 }
 
 // verdict is the first violation's sentence (or the no-violation line) and the latest other
-// one's ("" if none), as the invariant panel says them.
+// one's ("" if none), as the invariant panel says them: the referee's sentences, and a ✓ only
+// where it judged everything.
 func (a *arena) verdict() (first, latest string) {
 	fk, lk := a.firstLatest()
 	switch {
@@ -64,28 +65,40 @@ func (a *arena) verdict() (first, latest string) {
 		first = sBad.Render("first violation: ") + a.first
 	case fk != "":
 		s, _ := a.violated(fk)
-		first = sBad.Render("first violation: ") + s
+		first = sBad.Render("first violation") + a.when(fk) + s
+	case a.done && a.err == nil && a.rep != nil && !a.rep.Complete():
+		first = sWarn.Render("? no verdict: ") + "the referee could not judge " + kindList(a.rep.Unjudged) + " (below); no other judged kind was violated"
 	case a.done && a.err == nil:
 		first = sGood.Render("✓ no violation: every judged invariant held")
 	default:
 		first = sGood.Render("✓ no violation so far")
 		switch {
 		case a.scenario == "":
-			first += sDim.Render("  (✗ stuck once a lock outlives its owner's order by a TTL)")
-		case a.judged(steps.Stuck):
-			first += sDim.Render("  (? stuck is judged when the scenario ends; – not judged by it)")
+			first += sDim.Render("  (✗ stuck once a lock outlives its owner's order by a TTL; ? " + string(notLive) + " is judged only at the end of a run)")
+		case a.judged(steps.Stuck) || a.judged(notLive):
+			first += sDim.Render("  (? is judged when the scenario ends; – not judged by it)")
 		default:
 			first += sDim.Render("  (– not judged by this scenario)")
 		}
 	}
 	if lk != "" && !a.done {
 		s, _ := a.violated(lk)
-		latest = sBad.Render("latest: ") + string(lk) + ": " + s
+		latest = sBad.Render("latest: ") + string(lk) + a.when(lk) + s
 	}
 	return first, latest
 }
 
-// invariantLines is the panel: each judged kind ✓ or ✗, then the verdict's sentences.
+// when says when the referee found kind k, before its sentence (": " for a finished run, whose
+// report is final): while the session goes on, the SHOP line's numbers move past the sentence's.
+func (a *arena) when(k steps.Kind) string {
+	if a.done {
+		return ": "
+	}
+	return sDim.Render(", at "+fmtSec(a.violAt[k])) + ": "
+}
+
+// invariantLines is the panel: each kind ✗, ✓, ? (no verdict) or – (not judged), then the
+// verdict's sentences, then what the referee could not see.
 func (a *arena) invariantLines(w int, first, latest string) []string {
 	var parts []string
 	for _, k := range steps.Kinds {
@@ -95,8 +108,8 @@ func (a *arena) invariantLines(w int, first, latest string) []string {
 			parts = append(parts, sBad.Render("✗ "+string(k)))
 		case !a.judged(k):
 			parts = append(parts, sDim.Render("– "+string(k)))
-		case k == steps.Stuck && !a.done && a.scenario != "":
-			parts = append(parts, sDim.Render("? "+string(k)))
+		case a.unjudged(k):
+			parts = append(parts, sWarn.Render("? "+string(k)))
 		default:
 			parts = append(parts, sGood.Render("✓ "+string(k)))
 		}
@@ -120,6 +133,10 @@ func (a *arena) invariantLines(w int, first, latest string) []string {
 	if latest != "" {
 		ll := wrap(latest, w)
 		lines = append(lines, ll[:min(2, len(ll))]...)
+	}
+	for _, b := range a.blindLines() {
+		bl := wrap(sWarn.Render(oneLine(b)), w)
+		lines = append(lines, bl[:min(2, len(bl))]...)
 	}
 	return lines
 }

@@ -108,7 +108,10 @@ func (p *picker) list(w, room int) []string {
 		if i == s.cur {
 			line = fmt.Sprintf("▸ %*s  %s", numW, num, st.Title)
 		}
-		if b := baseOf(s.steps, i); b >= 0 && b != i-1 {
+		switch b := baseOf(s.steps, i); {
+		case b >= 0 && !numbered(st):
+			line += "  ← beside " + stepName(s.steps[b])
+		case b >= 0 && s.steps[b].Number != st.Number-1:
 			line += "  ← grows from " + stepName(s.steps[b])
 		}
 		line = ansi.Truncate(line, w, "…")

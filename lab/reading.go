@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,25 +11,18 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
-// lockReading is one reading of the lock from the lock server, and the session time it was taken.
-// The LOCK line says what one reading says, and nothing else, so it never contradicts itself.
+// lockReading is one reading of the lock (sim's Arena.Lock: value, TTL and owner of one moment),
+// and the session time it was taken. The LOCK line says what one reading says, and nothing else,
+// so it never contradicts itself.
 type lockReading struct {
 	st sim.LockState
 	at time.Duration
-	// pictureOwner: st.Owner is not sim's but must be taken from the picture when the reading is
-	// applied. sim.Run keeps a canned run's arena to itself, so the lab reads Redis directly and
-	// the feed orders the reading after every event sent before it. Hazard: an event sent while
-	// the reading is under way can still come first (a window of one Redis round trip).
-	pictureOwner bool
 }
 
 // setLock takes a reading, unless a newer one is already in.
 func (a *arena) setLock(r lockReading) {
 	if a.read && r.at < a.lk.at {
 		return
-	}
-	if r.pictureOwner {
-		r.st.Owner = a.owner
 	}
 	a.lk, a.read = r, true
 }
@@ -45,6 +39,8 @@ func (a *arena) lockLine(w int) string {
 	switch {
 	case a.done && a.rep != nil && a.rep.Stuck:
 		return ansi.Truncate(head+sWarn.Render(fmt.Sprintf("run over: buyer %d still holds it while units remain (stuck)", a.rep.StuckOwner)), w, "…")
+	case a.done && a.rep != nil && unprobed(a.rep):
+		return ansi.Truncate(head+sWarn.Render("run over: the referee could not probe it at the end, so whether it was left held is not known"), w, "…")
 	case a.done:
 		return ansi.Truncate(head+"run over: nobody was left holding it while units remained", w, "…")
 	case !a.read:
@@ -68,6 +64,16 @@ func (a *arena) lockLine(w int) string {
 	return ansi.Truncate(head+strings.Join(parts, " · "), w, "…")
 }
 
+// unprobed tells whether the referee could not probe the lock at the end of a run (stuck unseen).
+func unprobed(rep *sim.Report) bool {
+	for _, b := range rep.Untracked {
+		if slices.Contains(b.Kinds, steps.Stuck) {
+			return true
+		}
+	}
+	return false
+}
+
 // buyerName is "buyer 3", or "buyer 3 (retired)" for a live buyer the learner took away.
 func (a *arena) buyerName(n int) string {
 	if a.roster.retired[n] {
@@ -76,43 +82,23 @@ func (a *arena) buyerName(n int) string {
 	return fmt.Sprintf("buyer %d", n)
 }
 
-// checkStuck judges stuck live: the lock is still in Redis, held by a buyer whose order ended
-// (returned or crashed) more than one TTL ago, while units remain. A canned run's referee judges
-// it at the end instead.
-func (a *arena) checkStuck() {
-	if _, seen := a.viol[steps.Stuck]; seen || a.scenario != "" || a.done || a.owner == 0 || a.ownerDoneAt == 0 || !a.read || a.shelf <= 0 {
-		return
-	}
-	if r := a.lk; !r.st.Held || r.st.Owner != a.owner || r.at-a.ownerDoneAt <= a.timing.TTL {
-		return
-	}
-	how, ago := "whose order has ended", "its order ended"
-	if a.buyer(a.owner).crashed {
-		how, ago = "whose process crashed", "its process crashed"
-	}
-	a.see(steps.Stuck, fmt.Sprintf("the lock is still held by buyer %d, %s, while %d units remain: nobody can buy them", a.owner, how, a.shelf))
-	a.logf(a.lk.at, "VIOLATION stuck: buyer %d still holds the lock; %s more than a TTL ago", a.owner, ago)
-}
-
-// roster follows which live buyers are ordering. Hazard: sim.Live is not asked; the lab follows
-// its documented rule — processes are numbered in the order they are made, and SetBuyers retires
-// the newest first — so a change of that rule in sim must change this too.
+// roster follows which live buyers are ordering, as sim says (Live.Active): a buyer that was and
+// is no longer is retired.
 type roster struct {
-	made        int   // processes made so far
 	active      []int // the buyers ordering, oldest first
 	retired     map[int]bool
 	lastRetired int
 }
 
-// set makes n buyers active, retiring the newest or making new ones.
-func (r *roster) set(n int) {
-	for len(r.active) > n {
-		last := r.active[len(r.active)-1]
-		r.retired[last], r.lastRetired = true, last
-		r.active = r.active[:len(r.active)-1]
+// sync takes the buyers still ordering from sim.
+func (r *roster) sync(active []int) {
+	for _, n := range r.active {
+		if !slices.Contains(active, n) {
+			r.retired[n], r.lastRetired = true, n
+		}
 	}
-	for len(r.active) < n {
-		r.made++
-		r.active = append(r.active, r.made)
+	for _, n := range active {
+		delete(r.retired, n)
 	}
+	r.active = slices.Clone(active)
 }

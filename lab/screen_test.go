@@ -40,10 +40,10 @@ func TestLockLineSaysOneReading(t *testing.T) {
 	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 4 · no TTL: held until deleted") {
 		t.Errorf("no TTL: %q", l)
 	}
-	// A canned run's reading takes its owner from the picture, at the place in the feed it has.
-	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "x", TTL: time.Second}, at: 5 * time.Millisecond, pictureOwner: true})
-	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 5 ·") {
-		t.Errorf("picture's owner: %q", l)
+	// An older reading never replaces a newer one.
+	a.setLock(lockReading{st: sim.LockState{}, at: 2 * time.Millisecond})
+	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 4 ·") {
+		t.Errorf("an older reading: %q", l)
 	}
 }
 
@@ -62,6 +62,15 @@ func TestLockLaneNumbersAreWhole(t *testing.T) {
 	lock := tl.View()[1]
 	if !strings.HasPrefix(lock, "lock  12═══3═══10════──") {
 		t.Errorf("lock lane %q", lock)
+	}
+	// holds one column long, one after another: 8, 1, 5 must not read as buyer 815
+	for _, h := range []struct{ b, n int }{{17, 8}, {18, 1}, {19, 5}} {
+		a.apply(sim.Event{At: at(h.b), Kind: sim.EvAcquired, Buyer: h.n})
+	}
+	a.apply(sim.Event{At: at(20), Kind: sim.EvReleased, Buyer: 5})
+	a.advance(at(22))
+	if lock := tl.View()[1]; !strings.Contains(lock, "──8═5═──") {
+		t.Errorf("short holds in a row: %q", lock)
 	}
 }
 
@@ -147,12 +156,52 @@ func TestHeaderSaysThePaceOneWay(t *testing.T) {
 	}
 }
 
-// TestStepOneCannotFailOver: f on a step that takes no lock says so and arms nothing.
+// TestStepOneCannotFailOver: f and i on a step that takes no lock say so and arm nothing.
 func TestStepOneCannotFailOver(t *testing.T) {
 	m := liveArena(t, 0)
 	press(m, "f")
 	if m.ar.armed || !strings.Contains(m.msg, "takes no lock") || strings.Contains(m.View(), "armed:") {
 		t.Fatalf("f on step 1: armed %v, msg %q", m.ar.armed, m.msg)
+	}
+	press(m, "i")
+	if !strings.Contains(m.msg, "partition: this step takes no lock") {
+		t.Fatalf("i on step 1: msg %q", m.msg)
+	}
+}
+
+// TestNewFaultKeys: the partition and second-request keys are in the live footer and in help,
+// at 80 columns too, and their answers say what happened to whom.
+func TestNewFaultKeys(t *testing.T) {
+	m := liveArena(t, 10)
+	for _, w := range []int{80, 100, 160} {
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 30})
+		foot := strings.Join(m.arenaP.footer(w), "\n")
+		for _, want := range []string{"i partition", "t 2nd request", "x crash", "q quit"} {
+			if !strings.Contains(foot, want) {
+				t.Errorf("at %d columns the footer lacks %q:\n%s", w, want, foot)
+			}
+		}
+		if n := strings.Count(foot, "\n") + 1; n > 3 {
+			t.Errorf("at %d columns the footer takes %d lines:\n%s", w, n, foot)
+		}
+	}
+	press(m, "t")
+	if !strings.Contains(m.msg, "no live buyers now") {
+		t.Errorf("t offline: %q", m.msg)
+	}
+	help := strings.Join(strings.Fields(strings.Join(m.helpP.lines(100), " ")), " ")
+	for _, want := range []string{"i partition", "t 2nd request", "partition: inside its work", "2nd request: its process starts a second order"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	for f, want := range map[sim.Fault]string{
+		sim.FaultPartition: "partition → buyer 3: inside its work, its link to the lock server is cut",
+		sim.FaultSecond:    "second → buyer 3: its process starts a second order now",
+	} {
+		if got := injectAnswer(injectMsg{f: f, who: 3}, false, "i"); !strings.HasPrefix(got, want) {
+			t.Errorf("%s: %q", f, got)
+		}
 	}
 }
 
@@ -194,8 +243,8 @@ func TestCodeCommentsWrapAsComments(t *testing.T) {
 func TestRetiredBuyersAreNamedSo(t *testing.T) {
 	m := liveArena(t, 4)
 	a := m.ar
-	a.roster.set(12)
-	a.roster.set(1)
+	a.roster.sync([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	a.roster.sync([]int{1})
 	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 12})
 	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "t", TTL: time.Second, Owner: 12}, at: time.Millisecond})
 	if l := a.lockLine(100); !strings.Contains(l, "owner buyer 12 (retired)") {
@@ -216,5 +265,42 @@ func TestLatestViolationIsNotCut(t *testing.T) {
 		Detail: "the lock is still held by buyer 4, whose process crashed, while 91 units remain: nobody can buy them"})
 	if v := m.View(); !strings.Contains(v, "nobody can buy them") {
 		t.Fatalf("the latest violation is cut:\n%s", v)
+	}
+}
+
+// TestFaultThenWhatCameOfIt: after a fault hit a buyer, the first thing that came of it is added
+// to the status line in the referee's words (its overlap), or, for a second request, that the
+// second order waits; another message in between stops it.
+func TestFaultThenWhatCameOfIt(t *testing.T) {
+	m := liveArena(t, 9)
+	m.injected(injectMsg{gen: m.gen, f: sim.FaultSecond, who: 3})
+	said := m.msg
+	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Detail: "buyer 1 and buyer 2 were both inside"})
+	if m.msg != said {
+		t.Fatalf("another pair's overlap: %q", m.msg)
+	}
+	const ov = "two orders of buyer 3 were both inside the critical section for 41 ms"
+	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 3, Other: 3, Detail: ov})
+	if m.msg != said+"; then: "+ov || m.after != nil {
+		t.Fatalf("then: %q", m.msg)
+	}
+	// the second order's start reaches the picture before the key's answer does
+	m.ar.apply(sim.Event{Kind: sim.EvStart, Buyer: 3, Order: 6})
+	m.ar.apply(sim.Event{Kind: sim.EvEnter, Buyer: 3, Order: 6})
+	m.ar.apply(sim.Event{Kind: sim.EvStart, Buyer: 3, Order: 7})
+	m.injected(injectMsg{gen: m.gen, f: sim.FaultSecond, who: 3})
+	for _, e := range []sim.Event{{Kind: sim.EvStart, Buyer: 3, Order: 8}, {Kind: sim.EvDone, Buyer: 3, Order: 8, Detail: "ok"}, {Kind: sim.EvExit, Buyer: 3, Order: 6}, {Kind: sim.EvDone, Buyer: 3, Order: 6, Detail: "ok"},
+		{Kind: sim.EvEnter, Buyer: 3, Order: 7}} {
+		m.ar.apply(e)
+		m.follow(e)
+	}
+	if !strings.HasSuffix(m.msg, "then: buyer 3's second order waited its turn: it went in only once its other order had returned") {
+		t.Fatalf("waits: %q", m.msg)
+	}
+	m.injected(injectMsg{gen: m.gen, f: sim.FaultPartition, who: 1})
+	m.msg = "orders resumed"
+	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Detail: "buyer 1 and buyer 2 were both inside"})
+	if m.msg != "orders resumed" {
+		t.Fatalf("a newer message was overwritten: %q", m.msg)
 	}
 }

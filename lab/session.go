@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -21,11 +22,41 @@ type session struct {
 	cancel context.CancelFunc // a canned run
 	ran    chan struct{}      // closed when the canned run returned
 	start  time.Time
+
+	// a canned run's arena, from sim.Config.OnArena until sim.Run returns: the lock is read
+	// from it as a live session's is. Hazard: never kept past the run (OnArena's rule); mu
+	// also keeps the run from ending while a reading is under way.
+	mu      sync.Mutex
+	arena   *sim.Arena
+	stopped bool // stop has begun: no fault may reach the live buyers any more
+}
+
+// setArena is OnArena: the canned run's arena, or nil once the run is over.
+func (s *session) setArena(a *sim.Arena) {
+	s.mu.Lock()
+	s.arena = a
+	if a != nil {
+		s.start = time.Now().Add(-a.Since()) // the arena's clock, not the lab's
+	}
+	s.mu.Unlock()
+}
+
+// readLock reads the lock of a canned run's arena while the run is on; false when there is none.
+func (s *session) readLock(ctx context.Context) (sim.LockState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.arena == nil {
+		return sim.LockState{}, false
+	}
+	return s.arena.Lock(ctx), true
 }
 
 // stop ends everything the session started; it may block (orders finishing), so the model runs
 // it in the background.
 func (s *session) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
 	if s.cancel != nil {
 		s.cancel()
 		<-s.ran
@@ -37,11 +68,14 @@ func (s *session) stop() {
 	s.feed.close()
 }
 
-// now is the session's clock, as its events' At count it.
+// now is the session's clock, as its events' At count it: its arena's, from the moment sim
+// started it.
 func (s *session) now() time.Duration {
 	if s.live != nil {
 		return s.live.Arena().Since()
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return time.Since(s.start)
 }
 
@@ -49,44 +83,27 @@ func (s *session) now() time.Duration {
 type tickMsg struct{ gen int }
 
 // tick reads the lock every so often (its TTL is Redis's to tell) into the feed, and moves the
-// timeline's clock. A live session's reading is sim's (owner, value and TTL of one moment); a
-// canned run's arena is not the lab's to ask, so its reading is Redis's and the picture's (see
-// lockReading). A finished run is not read: its arena has removed its keys.
+// timeline's clock. The reading is sim's (owner, value and TTL of one moment), from the live
+// session's arena or the canned run's; a run that has not begun or is over is not read.
 func (m *model) tick() tea.Cmd {
 	s := m.sess
 	if s == nil {
 		return nil
 	}
-	key, adm := s.env.Prefix()+sim.LockName, s.env.Nodes()[0].Admin()
 	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		r := lockReading{at: s.now()}
-		switch {
-		case s.live != nil:
+		if s.live != nil {
 			r.st = s.live.Arena().Lock(ctx)
-		case s.finished():
+		} else if st, ok := s.readLock(ctx); ok {
+			r.st = st
+		} else {
 			return tickMsg{gen: s.gen}
-		default:
-			r.pictureOwner = true
-			v, err := adm.Get(ctx, key).Result()
-			if r.st.Held, r.st.Value = err == nil, v; r.st.Held {
-				r.st.TTL, _ = adm.PTTL(ctx, key).Result()
-			}
 		}
 		s.feed.pushLock(r)
 		return tickMsg{gen: s.gen}
 	})
-}
-
-// finished tells whether a canned run has returned.
-func (s *session) finished() bool {
-	select {
-	case <-s.ran:
-		return true
-	default:
-		return false
-	}
 }
 
 // stopSession hands the current session to the background to stop.
@@ -120,9 +137,6 @@ func (m *model) timing() sim.Timing { return sim.DefaultTiming().Scaled(m.slow) 
 func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (redisenv.Env, *feed) {
 	m.ar = newArena(scenario, t, stock, sim.LockName, true)
 	m.ar.noLock = takesNoLock(m.step())
-	if scenario == "" {
-		m.ar.roster.set(m.buyers)
-	}
 	if m.opt.offline {
 		return nil, nil
 	}
@@ -150,6 +164,7 @@ func (m *model) startLive() tea.Cmd {
 		m.msg = "cannot start the arena: " + err.Error()
 		return nil
 	}
+	m.ar.roster.sync(live.Active())
 	m.sess = &session{gen: m.gen, env: env, live: live, feed: f, start: time.Now()}
 	return tea.Batch(f.next(), m.tick())
 }
@@ -182,7 +197,8 @@ func (m *model) startBreak() tea.Cmd {
 			}
 			f.finish(rep, err)
 		}()
-		rep, err = sim.Run(ctx, sim.Config{Step: st, Env: env, Timing: t, OnEvent: f.push}, st.BreakWith)
+		rep, err = sim.Run(ctx, sim.Config{Step: st, Env: env, Timing: t, OnEvent: f.push, OnArena: s.setArena}, st.BreakWith)
+		s.setArena(nil)
 	}()
 	return tea.Batch(f.next(), m.tick())
 }
@@ -198,6 +214,7 @@ func (m *model) feedIn(msg feedMsg) tea.Cmd {
 			m.ar.setLock(*it.lock)
 		} else {
 			m.ar.apply(it.ev)
+			m.follow(it.ev)
 		}
 	}
 	if !was && m.ar.failedOver && m.ar.scenario == "" {
@@ -213,14 +230,13 @@ func (m *model) feedIn(msg feedMsg) tea.Cmd {
 	return m.sess.feed.next()
 }
 
-// tickIn moves the picture's clock and judges stuck live.
+// tickIn moves the picture's clock. (Stuck is judged live by sim: an EvViolation.)
 func (m *model) tickIn(msg tickMsg) tea.Cmd {
 	if msg.gen != m.gen || m.sess == nil || m.ar == nil {
 		return nil
 	}
 	if !m.ar.done {
 		m.ar.advance(m.sess.now())
-		m.ar.checkStuck()
 	}
 	return m.tick()
 }
@@ -235,6 +251,8 @@ func (m *model) finishBreak(rep *sim.Report, err error) {
 	case len(rep.Violations) > 0:
 		m.handoff = newHandoff(m.steps, m.cur, st.BreakWith, rep.Violations)
 		m.msg = fmt.Sprintf("%s broke under %s", stepName(st), st.BreakWith)
+	case !rep.Complete():
+		m.msg = fmt.Sprintf("%s under %s: no verdict — the referee could not judge %s", stepName(st), st.BreakWith, kindList(rep.Unjudged))
 	default:
 		m.msg = fmt.Sprintf("%s held under %s this time", stepName(st), st.BreakWith)
 	}

@@ -32,6 +32,8 @@ var (
 		stWait:    lipgloss.NewStyle().Foreground(lipgloss.Color("243")),
 		stHold:    lipgloss.NewStyle().Foreground(lipgloss.Color("39")),
 		stInside:  lipgloss.NewStyle().Foreground(lipgloss.Color("42")),
+		stCut:     lipgloss.NewStyle().Foreground(lipgloss.Color("214")),
+		stCutIn:   lipgloss.NewStyle().Foreground(lipgloss.Color("214")),
 		stOverlap: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("196")),
 		stFrozen:  lipgloss.NewStyle().Foreground(lipgloss.Color("75")),
 		stCrashed: lipgloss.NewStyle().Foreground(lipgloss.Color("160")),
@@ -41,11 +43,13 @@ var (
 		stWait:    lipgloss.NewStyle().Bold(true),
 		stHold:    lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("39")),
 		stInside:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("42")),
+		stCut:     lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("214")),
+		stCutIn:   lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("214")),
 		stOverlap: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("196")),
 		stFrozen:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("75")),
 		stCrashed: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("160")),
 	}
-	glyph = [...]rune{stIdle: ' ', stWait: '·', stHold: '═', stInside: '█', stOverlap: '▓', stFrozen: '‖', stCrashed: '×'}
+	glyph = [...]rune{stIdle: ' ', stWait: '·', stHold: '═', stInside: '█', stCut: '┄', stCutIn: '▒', stOverlap: '▓', stFrozen: '‖', stCrashed: '×'}
 )
 
 // styleCodes returns the escape codes st puts around a text, found once per style: lipgloss'

@@ -137,8 +137,12 @@ func (t *timeline) active(l *lane, from, to int64) bool {
 func (t *timeline) laneStatus(l *lane, nowB int64) string {
 	st := l.state()
 	switch {
+	case st == stOverlap && len(l.inO) > 1:
+		return sBad.Render("▓ 2 inside") // two orders of one buyer (a second request)
 	case st == stOverlap:
 		return sBad.Render("▓ OVERLAP")
+	case l.inside && len(l.waitO) > 0:
+		return sCell[st].Render(string(glyph[st]) + " +1 waits") // its second order waits its turn
 	case st == stWait:
 		if c := l.at(nowB); (c != nil && c.spins >= 2) || spinning(l, nowB) {
 			return sCell[stWait].Render("~ spinning")
@@ -146,7 +150,7 @@ func (t *timeline) laneStatus(l *lane, nowB int64) string {
 	case st == stIdle && t.a.roster.retired[l.n]:
 		return sDim.Render("  retired")
 	}
-	return sCell[st].Render(string(glyph[st]) + " " + [...]string{"idle", "waiting", "holds", "inside", "OVERLAP", "frozen", "crashed"}[st])
+	return sCell[st].Render(string(glyph[st]) + " " + [...]string{"idle", "waiting", "holds", "inside", "cut off", "in, cut off", "OVERLAP", "frozen", "crashed"}[st])
 }
 
 func spinning(l *lane, nowB int64) bool {

@@ -118,6 +118,8 @@ type model struct {
 	gen    int
 	bg     *sync.WaitGroup // sessions stopping in the background
 	typing int             // the number of the latest digit typed, so a stale wait is dropped
+	// after is the fault that hit a buyer, until the status line has said what came of it
+	after *aftermath
 
 	keys   globalKeys
 	picker *picker

@@ -1,10 +1,15 @@
 package main
 
 import (
-	"fmt"
+	"slices"
 
+	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/steps"
 )
+
+// The verdict is sim's: the kinds it announced (EvViolation) and, when a canned run ends, its
+// report. Every sentence a learner reads about a violation is the referee's own; the lab only
+// counts (the SHOP line's numbers) and says what the referee could not judge.
 
 // oversold is the units sold that never left the shelf.
 func (a *arena) oversold() int {
@@ -25,49 +30,78 @@ func (a *arena) judged(k steps.Kind) bool {
 	if a.scenario == "" {
 		return true
 	}
-	for _, j := range steps.Judges[a.scenario] {
-		if j == k {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(steps.Judges[a.scenario], k)
 }
 
-// violated tells whether kind k was seen, and says it in one sentence with the numbers as they are
-// now (oversold and flood move on after they are announced; a finished run's report is final).
+// violated tells whether the referee found kind k, and its sentence (said when it found it; the
+// SHOP line has the numbers as they are now).
 func (a *arena) violated(k steps.Kind) (string, bool) {
 	s, ok := a.viol[k]
-	if a.done {
-		return s, ok
-	}
-	switch k {
-	case steps.Oversold:
-		if a.oversold() > 0 {
-			return oversoldSentence(a.confirmed, a.initial-a.shelf), true
-		}
-		if ok { // a later stale write evened the numbers out again
-			return fmt.Sprintf("oversold earlier; now %d orders confirmed and %d units left the shelf", a.confirmed, a.initial-a.shelf), true
-		}
-	case steps.Flood:
-		if a.confirmed > 0 && a.perOrder() > steps.FloodLimit {
-			return fmt.Sprintf("%d Redis commands for %d confirmed orders: %.0f per order (limit %d)",
-				a.cmds(), a.confirmed, a.perOrder(), steps.FloodLimit), true
-		}
-	}
 	return s, ok
 }
 
-// firstLatest returns the first judged violation and the most recent other one (kinds, "" if none),
-// from the same judgement INVARIANTS shows.
+// notLive is the kind sim does not judge while a live session runs: idle is a share of the
+// whole run, and only a finished run's report says it.
+const notLive = steps.Idle
+
+// unjudged tells whether kind k, judged here, has no verdict (yet): a finished run's referee
+// could not judge it (its report says why), or it is judged only when a run ends.
+func (a *arena) unjudged(k steps.Kind) bool {
+	switch {
+	case !a.judged(k):
+		return false
+	case a.done && a.rep != nil:
+		return slices.Contains(a.rep.Unjudged, k)
+	case a.done:
+		return false
+	case a.scenario == "":
+		return k == notLive
+	}
+	return k == steps.Stuck || k == notLive // a scenario judges them once its orders are over
+}
+
+// blindLines say, for a finished run, what the referee could not judge and why, one line per
+// reason: "? foreign-release — not seen: …".
+func (a *arena) blindLines() []string {
+	rep := a.rep
+	if !a.done || rep == nil || rep.Complete() {
+		return nil
+	}
+	var out []string
+	if rep.TimedOut != "" {
+		out = append(out, "? "+kindList(rep.Unjudged)+" — not judged: "+rep.TimedOut)
+	}
+	for _, b := range rep.Untracked {
+		var ks []steps.Kind
+		for _, k := range b.Kinds {
+			if slices.Contains(rep.Unjudged, k) {
+				ks = append(ks, k)
+			}
+		}
+		if len(ks) > 0 {
+			out = append(out, "? "+kindList(ks)+" — not seen: "+b.What)
+		}
+	}
+	return out
+}
+
+// headline is a finished run's first violation in the referee's words, also when it could not
+// judge every kind (Headline then says only that there is no verdict).
+func headline(rep *sim.Report) string {
+	if len(rep.Explain) == 0 {
+		return ""
+	}
+	full := *rep
+	full.Unjudged = nil
+	return full.Headline()
+}
+
+// firstLatest returns the first judged violation and the most recent other one (kinds, "" if
+// none), in the order the referee announced them.
 func (a *arena) firstLatest() (first, latest steps.Kind) {
 	var order []steps.Kind
 	for _, k := range a.seen {
-		if _, bad := a.violated(k); bad && a.judged(k) {
-			order = append(order, k)
-		}
-	}
-	for _, k := range steps.Kinds { // computed, not (yet) announced
-		if _, bad := a.violated(k); bad && a.judged(k) && !containsKind(order, k) {
+		if a.judged(k) {
 			order = append(order, k)
 		}
 	}
@@ -78,22 +112,4 @@ func (a *arena) firstLatest() (first, latest steps.Kind) {
 		latest = order[len(order)-1]
 	}
 	return order[0], latest
-}
-
-func containsKind(ks []steps.Kind, k steps.Kind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
-// oversoldSentence says the oversold units as the referee does.
-func oversoldSentence(confirmed, left int) string {
-	verb := "units left"
-	if left == 1 {
-		verb = "unit left"
-	}
-	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
 }
