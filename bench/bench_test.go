@@ -82,15 +82,17 @@ func uniqueKey(kind, name string) string {
 }
 
 // newProc builds one process of contender c: its own client of every node in addrs (counted by
-// cnt, not yet dialled) and the Locker c builds on them. close closes the clients. Hazard: close
+// cnt, not yet dialled) and the Locker c builds on them, given the process's lifetime (ps's
+// context, cancelled by ps.stop) and the real wall clock. close closes the clients. Hazard: close
 // before the process's goroutines have stopped (ps.stop) and a watchdog's renewal fails on a
-// closed client.
+// closed client; a lease timer (12–16) fires on its own, not through ps.Go, and is only stopped by
+// the Unlock that ends its hold, so a benchmark must give back every lock it took.
 func newProc(c contender, addrs []string, id string, cnt *counter, ps *procs) (l steps.Locker, nodes []*redis.Client, close func()) {
 	nodes = make([]*redis.Client, len(addrs))
 	for i, addr := range addrs {
 		nodes[i] = newClient(addr, cnt)
 	}
-	p := proc{Proc: steps.Proc{ID: id, Redis: nodes[0], TTL: ttl, Go: ps.Go}, Nodes: nodes}
+	p := steps.Proc{ID: id, Redis: nodes[0], Nodes: nodes, TTL: ttl, Go: ps.Go, Ctx: ps.ctx, Now: time.Now}
 	return c.new(p), nodes, func() {
 		for _, rdb := range nodes {
 			rdb.Close()

@@ -16,7 +16,6 @@ import (
 	step07 "github.com/lockstep-lab/lockstep/steps/07_spin"
 	step08 "github.com/lockstep-lab/lockstep/steps/08_watchdog"
 	step09 "github.com/lockstep-lab/lockstep/steps/09_lua_unlock"
-	"github.com/redis/go-redis/v9"
 )
 
 // contenders is the table every benchmark iterates: one line per lock, in the order of the tables
@@ -26,20 +25,20 @@ import (
 //   - peer: a library we compare against. Each lock's time is reported as a ratio to the best peer
 //     (the lowest median) among the peers with the same number of nodes.
 //   - nodes: the independent redis-servers the lock spans. Its constructor gets one client per node
-//     in proc.Nodes (proc.Redis is Nodes[0]). A lock on 3 nodes (a Redlock) is compared with the
-//     3-node peers only.
+//     in steps.Proc.Nodes (Proc.Redis is Nodes[0]). A lock on 3 nodes (a Redlock) is compared with
+//     the 3-node peers only.
 //   - blocking: Lock waits inside until it holds the key. A non-blocking lock (04–06) answers false
 //     at once, and the contended benchmark's harness asks it again after retrySleep.
 //
 // Hazard: a peer's figures depend on its options (retry pauses above all); each adapter below says
 // which it uses, and docs/performance.md repeats them beside the numbers.
 var contenders = []contender{
-	{name: "lockstep-04_atomic_ttl", nodes: 1, new: step(step04.New)},
-	{name: "lockstep-05_owner", nodes: 1, new: step(step05.New)},
-	{name: "lockstep-06_reentrant", nodes: 1, new: step(step06.New)},
-	{name: "lockstep-07_spin", nodes: 1, blocking: true, new: step(step07.New)},
-	{name: "lockstep-08_watchdog", nodes: 1, blocking: true, new: step(step08.New)},
-	{name: "lockstep-09_lua_unlock", nodes: 1, blocking: true, new: step(step09.New)},
+	{name: "lockstep-04_atomic_ttl", nodes: 1, new: step04.New},
+	{name: "lockstep-05_owner", nodes: 1, new: step05.New},
+	{name: "lockstep-06_reentrant", nodes: 1, new: step06.New},
+	{name: "lockstep-07_spin", nodes: 1, blocking: true, new: step07.New},
+	{name: "lockstep-08_watchdog", nodes: 1, blocking: true, new: step08.New},
+	{name: "lockstep-09_lua_unlock", nodes: 1, blocking: true, new: step09.New},
 	{name: "redislock", peer: true, nodes: 1, blocking: true, new: newRedislock(time.Millisecond)},
 	{name: "redislock-10ms", peer: true, nodes: 1, blocking: true, new: newRedislock(10 * time.Millisecond)},
 	{name: "redsync", peer: true, nodes: 1, blocking: true, new: newRedsync},
@@ -52,21 +51,7 @@ type contender struct {
 	peer     bool
 	nodes    int
 	blocking bool
-	new      func(proc) steps.Locker
-}
-
-// proc is what a contender's constructor is given: one benchmark process. Proc is the lab's
-// steps.Proc, whose Redis is the client of the first node; Nodes holds the process's own client of
-// every node the lock spans. Hazard: a multi-node lock built from Proc alone would silently run on
-// one node.
-type proc struct {
-	steps.Proc
-	Nodes []*redis.Client
-}
-
-// step adapts a step package's New to the table: a step takes the lab's steps.Proc.
-func step(newLocker func(steps.Proc) steps.Locker) func(proc) steps.Locker {
-	return func(p proc) steps.Locker { return newLocker(p.Proc) }
+	new      func(steps.Proc) steps.Locker
 }
 
 // redislockLocker adapts github.com/bsm/redislock to steps.Locker: Obtain (a Lua script: SET NX
@@ -84,8 +69,8 @@ type redislockLocker struct {
 // redislock.LinearBackoff(backoff): 1 ms is the pause the harness sleeps between tries of the
 // non-blocking steps 04–06, so the two polling designs compare; 10 ms is the peer issue 9's
 // contended goal names.
-func newRedislock(backoff time.Duration) func(proc) steps.Locker {
-	return func(p proc) steps.Locker {
+func newRedislock(backoff time.Duration) func(steps.Proc) steps.Locker {
+	return func(p steps.Proc) steps.Locker {
 		return &redislockLocker{
 			c:   redislock.New(p.Redis),
 			ttl: p.TTL,
@@ -132,7 +117,7 @@ type redsyncLocker struct {
 	m   *redsync.Mutex
 }
 
-func newRedsync(p proc) steps.Locker {
+func newRedsync(p steps.Proc) steps.Locker {
 	pools := make([]redsyncredis.Pool, len(p.Nodes))
 	for i, rdb := range p.Nodes {
 		pools[i] = redsyncgoredis.NewPool(rdb)
