@@ -115,6 +115,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 	run := &interleaved{bench: "LockUnlock", locks: contenders,
 		title: "Uncontended Lock + Unlock"}
 	type arm struct {
+		c   contender
 		l   steps.Locker
 		cnt *counter
 		key string
@@ -132,14 +133,18 @@ func BenchmarkLockUnlock(b *testing.B) {
 		cl.stops = append(cl.stops, ps.stop)
 		l, _, closeClients := newProc(c, addrs, "bench-1", cnt, ps)
 		cl.closes = append(cl.closes, closeClients)
-		arms[i] = arm{l, cnt, uniqueKey("uncontended", c.name)}
+		arms[i] = arm{c, l, cnt, uniqueKey("uncontended", c.name)}
 	}
+	// A cycle is one request: a request-owned lock's WithRequest runs inside the timed cycle, as
+	// redislock makes its token inside Obtain.
 	cycle := func(a arm) error {
-		ok, err := a.l.Lock(ctx, a.key)
+		rctx, done := a.c.newRequest(ctx)
+		defer done()
+		ok, err := a.l.Lock(rctx, a.key)
 		if err != nil || !ok {
 			return fmt.Errorf("Lock(%s) = %v, %v on a free key", a.key, ok, err)
 		}
-		if err := a.l.Unlock(ctx, a.key); err != nil {
+		if err := a.l.Unlock(rctx, a.key); err != nil {
 			return fmt.Errorf("Unlock(%s): %v", a.key, err)
 		}
 		return nil
@@ -228,12 +233,14 @@ func contended(b *testing.B, n int, cs time.Duration) {
 			l, _, closeClients := newProc(c, addrs, fmt.Sprintf("bench-%d", p), a.cnt, ps)
 			cl.closes = append(cl.closes, closeClients)
 			// warm: dial, load scripts
-			if err := acquire(ctx, l, a.key, c.blocking); err != nil {
+			rctx, done := c.newRequest(ctx)
+			if err := acquire(rctx, l, a.key, c.blocking); err != nil {
 				b.Fatalf("%s: warm-up Lock: %v", c.name, err)
 			}
-			if err := l.Unlock(ctx, a.key); err != nil {
+			if err := l.Unlock(rctx, a.key); err != nil {
 				b.Fatalf("%s: warm-up Unlock: %v", c.name, err)
 			}
+			done()
 			a.lockers = append(a.lockers, l)
 		}
 		arms[i] = a
@@ -320,16 +327,18 @@ func (a *contendedArm) round(ctx context.Context, cs, w time.Duration) (batch, e
 			for !stop.Load() {
 				measured := begin()
 				asked := time.Since(t0)
-				err := acquire(ctx, l, a.key, a.c.blocking)
+				rctx, done := a.c.newRequest(ctx) // one acquisition is one request
+				err := acquire(rctx, l, a.key, a.c.blocking)
 				locked := time.Since(t0)
 				if err == nil && cs > 0 {
 					time.Sleep(cs) // the critical section
 				}
 				if err == nil {
-					if err = l.Unlock(ctx, a.key); err != nil {
+					if err = l.Unlock(rctx, a.key); err != nil {
 						err = fmt.Errorf("Unlock: %w", err)
 					}
 				}
+				done()
 				spans[i] = append(spans[i], span{i, asked, locked, time.Since(t0), measured})
 				if measured {
 					end()

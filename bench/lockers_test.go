@@ -29,6 +29,9 @@ import (
 //     the 3-node peers only.
 //   - blocking: Lock waits inside until it holds the key. A non-blocking lock (04–06) answers false
 //     at once, and the contended benchmark's harness asks it again after retrySleep.
+//   - request: the step's WithRequest, for a lock owned by the request rather than the process
+//     (11–16). Every acquisition is then one request: Lock and Unlock share the context it makes,
+//     and its done is called after the Unlock, as the step's order does (contender.newRequest).
 //
 // Hazard: a peer's figures depend on its options (retry pauses above all); each adapter below says
 // which it uses, and docs/performance.md repeats them beside the numbers.
@@ -52,6 +55,26 @@ type contender struct {
 	nodes    int
 	blocking bool
 	new      func(steps.Proc) steps.Locker
+	request  func(context.Context) (context.Context, func())
+}
+
+// newRequest opens one request for c's Locker: the context its Lock and Unlock must share, and
+// done, to call once the Unlock has returned. A lock owned by the process (no request) gets ctx as
+// it is and a done that does nothing. Hazard: a request-owned Locker given a context its
+// WithRequest did not make fails with its ErrNoRequest, and an Unlock given another request's
+// context than its Lock's is refused (steps.ErrNotOwner): the key stays held until its lease runs
+// out.
+func (c contender) newRequest(ctx context.Context) (context.Context, func()) {
+	if c.request == nil {
+		return ctx, func() {}
+	}
+	return c.request(ctx)
+}
+
+// noDone adapts a WithRequest that only carries the owner token (step 11: nothing of the request
+// needs ending) to the table's request, with a done that does nothing.
+func noDone(withRequest func(context.Context) context.Context) func(context.Context) (context.Context, func()) {
+	return func(ctx context.Context) (context.Context, func()) { return withRequest(ctx), func() {} }
 }
 
 // redislockLocker adapts github.com/bsm/redislock to steps.Locker: Obtain (a Lua script: SET NX

@@ -42,12 +42,14 @@ func TestRoundTrips(t *testing.T) {
 			cnt.rec.Store(true)
 			var cycles [][]string
 			for range 3 {
-				if ok, err := l.Lock(ctx, key); err != nil || !ok {
+				rctx, done := c.newRequest(ctx)
+				if ok, err := l.Lock(rctx, key); err != nil || !ok {
 					t.Fatalf("Lock = %v, %v", ok, err)
 				}
-				if err := l.Unlock(ctx, key); err != nil {
+				if err := l.Unlock(rctx, key); err != nil {
 					t.Fatalf("Unlock: %v", err)
 				}
+				done()
 				cycles = append(cycles, cnt.take())
 			}
 			for i, cmds := range cycles {
