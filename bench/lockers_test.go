@@ -16,11 +16,21 @@ import (
 	step07 "github.com/lockstep-lab/lockstep/steps/07_spin"
 	step08 "github.com/lockstep-lab/lockstep/steps/08_watchdog"
 	step09 "github.com/lockstep-lab/lockstep/steps/09_lua_unlock"
+	step10 "github.com/lockstep-lab/lockstep/steps/10_retry_jitter"
+	step11 "github.com/lockstep-lab/lockstep/steps/11_hash_owner"
+	step12 "github.com/lockstep-lab/lockstep/steps/12_lease_guard"
+	step13 "github.com/lockstep-lab/lockstep/steps/13_pubsub"
+	step14 "github.com/lockstep-lab/lockstep/steps/14_fair"
+	step15 "github.com/lockstep-lab/lockstep/steps/15_redlock"
+	step16 "github.com/lockstep-lab/lockstep/steps/16_fencing"
+	getset "github.com/lockstep-lab/lockstep/steps/side_getset"
 )
 
 // contenders is the table every benchmark iterates: one line per lock, in the order of the tables
 // that run.sh prints. Adding a lock is adding its line (and, for a step, its import). A step that
-// does not exist yet is not listed.
+// does not exist yet is not listed; nor are 01–03 (no TTL set with the key) and 17, which takes no
+// lock: its order sells with one atomic script and never calls Lock, and its Locker answers yes
+// without asking Redis, so a row for it would time an empty function against real locks.
 //
 //   - peer: a library we compare against. Each lock's time is reported as a ratio to the best peer
 //     (the lowest median) among the peers with the same number of nodes.
@@ -37,11 +47,19 @@ import (
 // which it uses, and docs/performance.md repeats them beside the numbers.
 var contenders = []contender{
 	{name: "lockstep-04_atomic_ttl", nodes: 1, new: step04.New},
+	{name: "lockstep-side_getset", nodes: 1, new: getset.New},
 	{name: "lockstep-05_owner", nodes: 1, new: step05.New},
 	{name: "lockstep-06_reentrant", nodes: 1, new: step06.New},
 	{name: "lockstep-07_spin", nodes: 1, blocking: true, new: step07.New},
 	{name: "lockstep-08_watchdog", nodes: 1, blocking: true, new: step08.New},
 	{name: "lockstep-09_lua_unlock", nodes: 1, blocking: true, new: step09.New},
+	{name: "lockstep-10_retry_jitter", nodes: 1, blocking: true, new: step10.New},
+	{name: "lockstep-11_hash_owner", nodes: 1, blocking: true, new: step11.New, request: noDone(step11.WithRequest)},
+	{name: "lockstep-12_lease_guard", nodes: 1, blocking: true, new: step12.New, request: step12.WithRequest},
+	{name: "lockstep-13_pubsub", nodes: 1, blocking: true, new: step13.New, request: step13.WithRequest},
+	{name: "lockstep-14_fair", nodes: 1, blocking: true, new: step14.New, request: step14.WithRequest},
+	{name: "lockstep-15_redlock", nodes: 3, blocking: true, new: step15.New, request: step15.WithRequest},
+	{name: "lockstep-16_fencing", nodes: 1, blocking: true, new: step16.New, request: step16.WithRequest},
 	{name: "redislock", peer: true, nodes: 1, blocking: true, new: newRedislock(time.Millisecond)},
 	{name: "redislock-10ms", peer: true, nodes: 1, blocking: true, new: newRedislock(10 * time.Millisecond)},
 	{name: "redsync", peer: true, nodes: 1, blocking: true, new: newRedsync},
