@@ -106,11 +106,12 @@ func newProc(c contender, addrs []string, id string, cnt *counter, ps *procs) (l
 // cycle, so its connections are dialled and its scripts loaded (TestRoundTrips shows the cold
 // cycle). The per-lock results are printed when the binary ends (see report):
 // BenchmarkLockUnlock/<name> lines with ns/op (the median over rounds), x-best-peer (the median
-// over rounds of the lock's time / the best peer's time in the same round), cmds/op, B/op and
-// allocs/op, and a Markdown table with the spreads. Hazard: a ratio within a round cancels what
-// slows every lock alike, not what slows one kind of work more than another — on a busy machine a
-// goroutine hand-off (08/09's watchdog, redsync's goroutine per command) waits for a core while a
-// plain round trip does not — so a ratio belongs with the load it was measured under.
+// over rounds of the lock's time / the best peer's time in the same round), cmds/op, dials/op (0
+// once warm: a lock that dials per cycle shows here), B/op and allocs/op, and a Markdown table with
+// the spreads. Hazard: a ratio within a round cancels what slows every lock alike, not what slows
+// one kind of work more than another — on a busy machine a goroutine hand-off (08/09's watchdog,
+// redsync's goroutine per command) waits for a core while a plain round trip does not — so a ratio
+// belongs with the load it was measured under.
 func BenchmarkLockUnlock(b *testing.B) {
 	run := &interleaved{bench: "LockUnlock", locks: contenders,
 		title: "Uncontended Lock + Unlock"}
@@ -157,28 +158,31 @@ func BenchmarkLockUnlock(b *testing.B) {
 	interleave(b, run, func(i int) (batch, error) {
 		a := arms[i]
 		a.cnt.n.Store(0)
+		a.cnt.dials.Store(0)
 		t0 := time.Now()
 		for range cyclesPerRound {
 			if err := cycle(a); err != nil {
 				return batch{}, err
 			}
 		}
-		return batch{ops: cyclesPerRound, elapsed: time.Since(t0), cmds: a.cnt.n.Load(), allOps: cyclesPerRound}, nil
+		return batch{ops: cyclesPerRound, elapsed: time.Since(t0), cmds: a.cnt.n.Load(), dials: a.cnt.dials.Load(),
+			allOps: cyclesPerRound}, nil
 	})
 }
 
-// BenchmarkContended runs, for 1, 4 and 16 processes and a critical section of 0 and of 1 ms,
-// every contender interleaved: b.N is the number of rounds, and in each round each contender's
-// processes contend for one key during a window (see round). The per-lock results
-// are printed when the binary ends (see report) as BenchmarkContended/<name>/procs=N/cs=D lines:
-// ns/op per acquisition (the median over rounds), cmds/op (every command of every process, failed
-// tries and spins included, per acquisition), p50/p99-wait-ns (from asking to holding, over every
-// acquisition of every round), p50/p99-handoff-ns (from one holder's Unlock returning to the next
-// holder's Lock returning; 0 when the next Lock returned first), switch-% (the share of
-// acquisitions that went to another process than the one before) and B/op, allocs/op; and a
-// Markdown table with the spreads. Hazard: every process is a goroutine of this binary, and the
-// redis-servers share its 2 cores, so a lock whose waiters spin takes CPU from its own holder (and
-// from Redis) in a way processes on separate machines would not.
+// BenchmarkContended runs, for 1, 4 and 16 processes and a critical section of 0 and of 1 ms, every
+// contender interleaved: b.N is the number of rounds, and in each round each contender's processes
+// contend for one key during a window (see round). The per-lock results are printed when the binary
+// ends (see report) as BenchmarkContended/<name>/procs=N/cs=D lines: ns/op per acquisition (the
+// median over rounds), cmds/op (every command of every process, failed tries and spins included,
+// per acquisition), dials/op (connections dialled per acquisition: a waiter of 13, 14 and 16 dials
+// one for its subscription), p50/p99-wait-ns (from asking to holding, over every acquisition of
+// every round), p50/p99-handoff-ns (from one holder's Unlock returning to the next holder's Lock
+// returning; 0 when the next Lock returned first), switch-% (the share of acquisitions that went to
+// another process than the one before) and B/op, allocs/op; and a Markdown table with the spreads.
+// Hazard: every process is a goroutine of this binary, and the redis-servers share its 2 cores, so
+// a lock whose waiters spin takes CPU from its own holder (and from Redis) in a way processes on
+// separate machines would not.
 func BenchmarkContended(b *testing.B) {
 	for _, cs := range []time.Duration{0, time.Millisecond} {
 		for _, n := range []int{1, 4, 16} {
@@ -351,15 +355,16 @@ func (a *contendedArm) round(ctx context.Context, cs, w time.Duration) (batch, e
 		}()
 	}
 	a.cnt.n.Store(0)
+	a.cnt.dials.Store(0)
 	t0 = time.Now()
 	close(start)
 	timer := time.NewTimer(w)
-	var cmds int64
+	var cmds, dials int64
 	select {
 	case <-timer.C:
 		// The window ends now, not at w: a timer fires late on a busy machine, and commands,
 		// acquisitions and time must all count the same span.
-		cmds = a.cnt.n.Load()
+		cmds, dials = a.cnt.n.Load(), a.cnt.dials.Load()
 		w = time.Since(t0)
 		mu.Lock()
 		if closed = true; pending == 0 {
@@ -381,7 +386,7 @@ func (a *contendedArm) round(ctx context.Context, cs, w time.Duration) (batch, e
 
 	all := slices.Concat(spans...)
 	slices.SortFunc(all, func(x, y span) int { return int(x.locked - y.locked) })
-	bt := batch{elapsed: w, cmds: cmds, allOps: len(all)}
+	bt := batch{elapsed: w, cmds: cmds, dials: dials, allOps: len(all)}
 	for k, s := range all {
 		if s.measured {
 			bt.waits = append(bt.waits, s.locked-s.asked)
