@@ -2,6 +2,8 @@ package bench
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,5 +86,28 @@ func TestRunLogKeepsLastCallPerCount(t *testing.T) {
 	}
 	if len(xs) != 2 || xs[0] != final1 || xs[1] != final2 {
 		t.Errorf("runs of BenchmarkX = %p, want [%p %p] (the last call of each -count)", xs, final1, final2)
+	}
+}
+
+// TestWireConnParse: the wire count and names come out the same however the stream is cut into
+// writes, a bulk string's bytes and its CRLF included.
+func TestWireConnParse(t *testing.T) {
+	stream := "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$12\r\nva\r\nl*ue\r\n$$\r\n" + // a value holding CRLF, '*', '$'
+		"*1\r\n$4\r\nPING\r\n" +
+		"*4\r\n$7\r\nevalsha\r\n$40\r\n" + strings.Repeat("a", 40) + "\r\n$1\r\n0\r\n$0\r\n\r\n"
+	want := []string{"set", "ping", "evalsha"}
+	for size := 1; size <= len(stream); size++ {
+		var c counter
+		c.rec.Store(true)
+		w := &wireConn{c: &c}
+		for s := stream; len(s) > 0; {
+			k := min(size, len(s))
+			w.parse([]byte(s[:k]))
+			s = s[k:]
+		}
+		_, names := c.take()
+		if c.n.Load() != int64(len(want)) || !slices.Equal(names, want) {
+			t.Fatalf("writes of %d bytes: %d commands %v, want %d %v", size, c.n.Load(), names, len(want), want)
+		}
 	}
 }
