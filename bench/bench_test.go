@@ -18,14 +18,18 @@ import (
 
 const (
 	// ttl is every lock's lease: long enough that no lock expires in a benchmark, so the
-	// watchdogs of 08/09 start and stop but never fire.
+	// watchdogs of 08–11 and the lease guards of 12–16 start and stop but never fire. Hazard: the
+	// back-off steps (10–12, 15) pause TTL/4 to TTL/2 between tries, 2.5–5 s here, so under
+	// contention their waits run to seconds and their rounds to tens of seconds.
 	ttl = 10 * time.Second
 	// retrySleep is the pause between tries of the non-blocking steps 04–06 when the key is taken:
 	// the pause of the redislock peer's LinearBackoff, so the two polling designs compare.
 	retrySleep = time.Millisecond
 	// lockTimeout bounds one acquisition in time; maxTries bounds it in tries of Lock. A lock
-	// that starves a waiter for longer fails the benchmark.
-	lockTimeout = time.Minute
+	// that starves a waiter for longer fails the benchmark. It is twice the retry budget of 10–16
+	// (10 × TTL), so the harness never cuts short a wait the step itself would sit out: at 16
+	// processes their back-off waits reach 20 s and more.
+	lockTimeout = 20 * ttl
 	maxTries    = 100_000
 
 	// cyclesPerRound is how many uncontended Lock + Unlock cycles a contender runs per round: a
@@ -223,7 +227,9 @@ func contended(b *testing.B, n int, cs time.Duration) {
 	run := &interleaved{bench: "Contended", suffix: fmt.Sprintf("/procs=%d/cs=%s", n, csName(cs)),
 		procs: n, cs: cs, locks: contenders,
 		title: fmt.Sprintf("Contended, %d %s, critical section %s", n, procsWord, spaced(cs))}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	// A deadline far beyond any configuration's rounds (those of the back-off steps at 16
+	// processes take tens of seconds each): it only stops a lock that hangs.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Hour)
 	defer cancel()
 	arms := make([]contendedArm, len(contenders))
 	var cl cleanup
