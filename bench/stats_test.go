@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"context"
 	"math"
+	"net"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -109,5 +112,30 @@ func TestWireConnParse(t *testing.T) {
 		if c.n.Load() != int64(len(want)) || !slices.Equal(names, want) {
 			t.Fatalf("writes of %d bytes: %d commands %v, want %d %v", size, c.n.Load(), names, len(want), want)
 		}
+	}
+}
+
+// TestWireConnIsSocket: a counted connection to a socket is still a syscall.Conn, so go-redis's
+// health check peeks at it as it would without the counter.
+func TestWireConnIsSocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var c counter
+	dial := c.DialHook(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return net.Dial(network, addr)
+	})
+	conn, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, ok := conn.(syscall.Conn); !ok {
+		t.Errorf("%T is not a syscall.Conn: go-redis would skip its health check", conn)
+	}
+	if c.dials.Load() != 1 {
+		t.Errorf("dials = %d, want 1", c.dials.Load())
 	}
 }
