@@ -18,14 +18,18 @@ import (
 
 const (
 	// ttl is every lock's lease: long enough that no lock expires in a benchmark, so the
-	// watchdogs of 08/09 start and stop but never fire.
+	// watchdogs of 08–11 and the lease guards of 12–16 start and stop but never fire. Hazard: the
+	// back-off steps (10–12, 15) pause TTL/4 to TTL/2 between tries, 2.5–5 s here, so under
+	// contention their waits run to seconds and their rounds to tens of seconds.
 	ttl = 10 * time.Second
 	// retrySleep is the pause between tries of the non-blocking steps 04–06 when the key is taken:
 	// the pause of the redislock peer's LinearBackoff, so the two polling designs compare.
 	retrySleep = time.Millisecond
 	// lockTimeout bounds one acquisition in time; maxTries bounds it in tries of Lock. A lock
-	// that starves a waiter for longer fails the benchmark.
-	lockTimeout = time.Minute
+	// that starves a waiter for longer fails the benchmark. It is twice the retry budget of 10–16
+	// (10 × TTL), so the harness never cuts short a wait the step itself would sit out: at 16
+	// processes their back-off waits reach 20 s and more.
+	lockTimeout = 20 * ttl
 	maxTries    = 100_000
 
 	// cyclesPerRound is how many uncontended Lock + Unlock cycles a contender runs per round: a
@@ -82,15 +86,17 @@ func uniqueKey(kind, name string) string {
 }
 
 // newProc builds one process of contender c: its own client of every node in addrs (counted by
-// cnt, not yet dialled) and the Locker c builds on them. close closes the clients. Hazard: close
+// cnt, not yet dialled) and the Locker c builds on them, given the process's lifetime (ps's
+// context, cancelled by ps.stop) and the real wall clock. close closes the clients. Hazard: close
 // before the process's goroutines have stopped (ps.stop) and a watchdog's renewal fails on a
-// closed client.
+// closed client; a lease timer (12–16) fires on its own, not through ps.Go, and is only stopped by
+// the Unlock that ends its hold, so a benchmark must give back every lock it took.
 func newProc(c contender, addrs []string, id string, cnt *counter, ps *procs) (l steps.Locker, nodes []*redis.Client, close func()) {
 	nodes = make([]*redis.Client, len(addrs))
 	for i, addr := range addrs {
 		nodes[i] = newClient(addr, cnt)
 	}
-	p := proc{Proc: steps.Proc{ID: id, Redis: nodes[0], TTL: ttl, Go: ps.Go}, Nodes: nodes}
+	p := steps.Proc{ID: id, Redis: nodes[0], Nodes: nodes, TTL: ttl, Go: ps.Go, Ctx: ps.ctx, Now: time.Now}
 	return c.new(p), nodes, func() {
 		for _, rdb := range nodes {
 			rdb.Close()
@@ -104,15 +110,17 @@ func newProc(c contender, addrs []string, id string, cnt *counter, ps *procs) (l
 // cycle, so its connections are dialled and its scripts loaded (TestRoundTrips shows the cold
 // cycle). The per-lock results are printed when the binary ends (see report):
 // BenchmarkLockUnlock/<name> lines with ns/op (the median over rounds), x-best-peer (the median
-// over rounds of the lock's time / the best peer's time in the same round), cmds/op, B/op and
-// allocs/op, and a Markdown table with the spreads. Hazard: a ratio within a round cancels what
-// slows every lock alike, not what slows one kind of work more than another — on a busy machine a
-// goroutine hand-off (08/09's watchdog, redsync's goroutine per command) waits for a core while a
-// plain round trip does not — so a ratio belongs with the load it was measured under.
+// over rounds of the lock's time / the best peer's time in the same round), cmds/op, dials/op (0
+// once warm: a lock that dials per cycle shows here), B/op and allocs/op, and a Markdown table with
+// the spreads. Hazard: a ratio within a round cancels what slows every lock alike, not what slows
+// one kind of work more than another — on a busy machine a goroutine hand-off (08/09's watchdog,
+// redsync's goroutine per command) waits for a core while a plain round trip does not — so a ratio
+// belongs with the load it was measured under.
 func BenchmarkLockUnlock(b *testing.B) {
 	run := &interleaved{bench: "LockUnlock", locks: contenders,
 		title: "Uncontended Lock + Unlock"}
 	type arm struct {
+		c   contender
 		l   steps.Locker
 		cnt *counter
 		key string
@@ -130,14 +138,18 @@ func BenchmarkLockUnlock(b *testing.B) {
 		cl.stops = append(cl.stops, ps.stop)
 		l, _, closeClients := newProc(c, addrs, "bench-1", cnt, ps)
 		cl.closes = append(cl.closes, closeClients)
-		arms[i] = arm{l, cnt, uniqueKey("uncontended", c.name)}
+		arms[i] = arm{c, l, cnt, uniqueKey("uncontended", c.name)}
 	}
+	// A cycle is one request: a request-owned lock's WithRequest runs inside the timed cycle, as
+	// redislock makes its token inside Obtain.
 	cycle := func(a arm) error {
-		ok, err := a.l.Lock(ctx, a.key)
+		rctx, done := a.c.newRequest(ctx)
+		defer done()
+		ok, err := a.l.Lock(rctx, a.key)
 		if err != nil || !ok {
 			return fmt.Errorf("Lock(%s) = %v, %v on a free key", a.key, ok, err)
 		}
-		if err := a.l.Unlock(ctx, a.key); err != nil {
+		if err := a.l.Unlock(rctx, a.key); err != nil {
 			return fmt.Errorf("Unlock(%s): %v", a.key, err)
 		}
 		return nil
@@ -150,28 +162,31 @@ func BenchmarkLockUnlock(b *testing.B) {
 	interleave(b, run, func(i int) (batch, error) {
 		a := arms[i]
 		a.cnt.n.Store(0)
+		a.cnt.dials.Store(0)
 		t0 := time.Now()
 		for range cyclesPerRound {
 			if err := cycle(a); err != nil {
 				return batch{}, err
 			}
 		}
-		return batch{ops: cyclesPerRound, elapsed: time.Since(t0), cmds: a.cnt.n.Load(), allOps: cyclesPerRound}, nil
+		return batch{ops: cyclesPerRound, elapsed: time.Since(t0), cmds: a.cnt.n.Load(), dials: a.cnt.dials.Load(),
+			allOps: cyclesPerRound}, nil
 	})
 }
 
-// BenchmarkContended runs, for 1, 4 and 16 processes and a critical section of 0 and of 1 ms,
-// every contender interleaved: b.N is the number of rounds, and in each round each contender's
-// processes contend for one key during a window (see round). The per-lock results
-// are printed when the binary ends (see report) as BenchmarkContended/<name>/procs=N/cs=D lines:
-// ns/op per acquisition (the median over rounds), cmds/op (every command of every process, failed
-// tries and spins included, per acquisition), p50/p99-wait-ns (from asking to holding, over every
-// acquisition of every round), p50/p99-handoff-ns (from one holder's Unlock returning to the next
-// holder's Lock returning; 0 when the next Lock returned first), switch-% (the share of
-// acquisitions that went to another process than the one before) and B/op, allocs/op; and a
-// Markdown table with the spreads. Hazard: every process is a goroutine of this binary, and the
-// redis-servers share its 2 cores, so a lock whose waiters spin takes CPU from its own holder (and
-// from Redis) in a way processes on separate machines would not.
+// BenchmarkContended runs, for 1, 4 and 16 processes and a critical section of 0 and of 1 ms, every
+// contender interleaved: b.N is the number of rounds, and in each round each contender's processes
+// contend for one key during a window (see round). The per-lock results are printed when the binary
+// ends (see report) as BenchmarkContended/<name>/procs=N/cs=D lines: ns/op per acquisition (the
+// median over rounds), cmds/op (every command of every process, failed tries and spins included,
+// per acquisition), dials/op (connections dialled per acquisition: a waiter of 13, 14 and 16 dials
+// one for its subscription), p50/p99-wait-ns (from asking to holding, over every acquisition of
+// every round), p50/p99-handoff-ns (from one holder's Unlock returning to the next holder's Lock
+// returning; 0 when the next Lock returned first), switch-% (the share of acquisitions that went to
+// another process than the one before) and B/op, allocs/op; and a Markdown table with the spreads.
+// Hazard: every process is a goroutine of this binary, and the redis-servers share its 2 cores, so
+// a lock whose waiters spin takes CPU from its own holder (and from Redis) in a way processes on
+// separate machines would not.
 func BenchmarkContended(b *testing.B) {
 	for _, cs := range []time.Duration{0, time.Millisecond} {
 		for _, n := range []int{1, 4, 16} {
@@ -212,7 +227,9 @@ func contended(b *testing.B, n int, cs time.Duration) {
 	run := &interleaved{bench: "Contended", suffix: fmt.Sprintf("/procs=%d/cs=%s", n, csName(cs)),
 		procs: n, cs: cs, locks: contenders,
 		title: fmt.Sprintf("Contended, %d %s, critical section %s", n, procsWord, spaced(cs))}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	// A deadline far beyond any configuration's rounds (those of the back-off steps at 16
+	// processes take tens of seconds each): it only stops a lock that hangs.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Hour)
 	defer cancel()
 	arms := make([]contendedArm, len(contenders))
 	var cl cleanup
@@ -226,12 +243,14 @@ func contended(b *testing.B, n int, cs time.Duration) {
 			l, _, closeClients := newProc(c, addrs, fmt.Sprintf("bench-%d", p), a.cnt, ps)
 			cl.closes = append(cl.closes, closeClients)
 			// warm: dial, load scripts
-			if err := acquire(ctx, l, a.key, c.blocking); err != nil {
+			rctx, done := c.newRequest(ctx)
+			if err := acquire(rctx, l, a.key, c.blocking); err != nil {
 				b.Fatalf("%s: warm-up Lock: %v", c.name, err)
 			}
-			if err := l.Unlock(ctx, a.key); err != nil {
+			if err := l.Unlock(rctx, a.key); err != nil {
 				b.Fatalf("%s: warm-up Unlock: %v", c.name, err)
 			}
+			done()
 			a.lockers = append(a.lockers, l)
 		}
 		arms[i] = a
@@ -318,16 +337,18 @@ func (a *contendedArm) round(ctx context.Context, cs, w time.Duration) (batch, e
 			for !stop.Load() {
 				measured := begin()
 				asked := time.Since(t0)
-				err := acquire(ctx, l, a.key, a.c.blocking)
+				rctx, done := a.c.newRequest(ctx) // one acquisition is one request
+				err := acquire(rctx, l, a.key, a.c.blocking)
 				locked := time.Since(t0)
 				if err == nil && cs > 0 {
 					time.Sleep(cs) // the critical section
 				}
 				if err == nil {
-					if err = l.Unlock(ctx, a.key); err != nil {
+					if err = l.Unlock(rctx, a.key); err != nil {
 						err = fmt.Errorf("Unlock: %w", err)
 					}
 				}
+				done()
 				spans[i] = append(spans[i], span{i, asked, locked, time.Since(t0), measured})
 				if measured {
 					end()
@@ -340,15 +361,16 @@ func (a *contendedArm) round(ctx context.Context, cs, w time.Duration) (batch, e
 		}()
 	}
 	a.cnt.n.Store(0)
+	a.cnt.dials.Store(0)
 	t0 = time.Now()
 	close(start)
 	timer := time.NewTimer(w)
-	var cmds int64
+	var cmds, dials int64
 	select {
 	case <-timer.C:
 		// The window ends now, not at w: a timer fires late on a busy machine, and commands,
 		// acquisitions and time must all count the same span.
-		cmds = a.cnt.n.Load()
+		cmds, dials = a.cnt.n.Load(), a.cnt.dials.Load()
 		w = time.Since(t0)
 		mu.Lock()
 		if closed = true; pending == 0 {
@@ -370,7 +392,7 @@ func (a *contendedArm) round(ctx context.Context, cs, w time.Duration) (batch, e
 
 	all := slices.Concat(spans...)
 	slices.SortFunc(all, func(x, y span) int { return int(x.locked - y.locked) })
-	bt := batch{elapsed: w, cmds: cmds, allOps: len(all)}
+	bt := batch{elapsed: w, cmds: cmds, dials: dials, allOps: len(all)}
 	for k, s := range all {
 		if s.measured {
 			bt.waits = append(bt.waits, s.locked-s.asked)

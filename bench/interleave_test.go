@@ -18,8 +18,9 @@ import (
 type batch struct {
 	ops     int           // the ops that elapsed and cmds count
 	elapsed time.Duration // the time they took (contended: the window)
-	cmds    int64
-	allOps  int // the ops bytes and allocs count (contended: every acquisition of the round)
+	cmds    int64         // commands written on the wire (see counter)
+	dials   int64         // connections dialled, in the same span as cmds
+	allOps  int           // the ops bytes and allocs count (contended: every acquisition of the round)
 	bytes   uint64
 	allocs  uint64
 

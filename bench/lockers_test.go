@@ -16,30 +16,50 @@ import (
 	step07 "github.com/lockstep-lab/lockstep/steps/07_spin"
 	step08 "github.com/lockstep-lab/lockstep/steps/08_watchdog"
 	step09 "github.com/lockstep-lab/lockstep/steps/09_lua_unlock"
-	"github.com/redis/go-redis/v9"
+	step10 "github.com/lockstep-lab/lockstep/steps/10_retry_jitter"
+	step11 "github.com/lockstep-lab/lockstep/steps/11_hash_owner"
+	step12 "github.com/lockstep-lab/lockstep/steps/12_lease_guard"
+	step13 "github.com/lockstep-lab/lockstep/steps/13_pubsub"
+	step14 "github.com/lockstep-lab/lockstep/steps/14_fair"
+	step15 "github.com/lockstep-lab/lockstep/steps/15_redlock"
+	step16 "github.com/lockstep-lab/lockstep/steps/16_fencing"
+	getset "github.com/lockstep-lab/lockstep/steps/side_getset"
 )
 
 // contenders is the table every benchmark iterates: one line per lock, in the order of the tables
 // that run.sh prints. Adding a lock is adding its line (and, for a step, its import). A step that
-// does not exist yet is not listed.
+// does not exist yet is not listed; nor are 01–03 (no TTL set with the key) and 17, which takes no
+// lock: its order sells with one atomic script and never calls Lock, and its Locker answers yes
+// without asking Redis, so a row for it would time an empty function against real locks.
 //
 //   - peer: a library we compare against. Each lock's time is reported as a ratio to the best peer
 //     (the lowest median) among the peers with the same number of nodes.
 //   - nodes: the independent redis-servers the lock spans. Its constructor gets one client per node
-//     in proc.Nodes (proc.Redis is Nodes[0]). A lock on 3 nodes (a Redlock) is compared with the
-//     3-node peers only.
+//     in steps.Proc.Nodes (Proc.Redis is Nodes[0]). A lock on 3 nodes (a Redlock) is compared with
+//     the 3-node peers only.
 //   - blocking: Lock waits inside until it holds the key. A non-blocking lock (04–06) answers false
 //     at once, and the contended benchmark's harness asks it again after retrySleep.
+//   - request: the step's WithRequest, for a lock owned by the request rather than the process
+//     (11–16). Every acquisition is then one request: Lock and Unlock share the context it makes,
+//     and its done is called after the Unlock, as the step's order does (contender.newRequest).
 //
 // Hazard: a peer's figures depend on its options (retry pauses above all); each adapter below says
 // which it uses, and docs/performance.md repeats them beside the numbers.
 var contenders = []contender{
-	{name: "lockstep-04_atomic_ttl", nodes: 1, new: step(step04.New)},
-	{name: "lockstep-05_owner", nodes: 1, new: step(step05.New)},
-	{name: "lockstep-06_reentrant", nodes: 1, new: step(step06.New)},
-	{name: "lockstep-07_spin", nodes: 1, blocking: true, new: step(step07.New)},
-	{name: "lockstep-08_watchdog", nodes: 1, blocking: true, new: step(step08.New)},
-	{name: "lockstep-09_lua_unlock", nodes: 1, blocking: true, new: step(step09.New)},
+	{name: "lockstep-04_atomic_ttl", nodes: 1, new: step04.New},
+	{name: "lockstep-side_getset", nodes: 1, new: getset.New},
+	{name: "lockstep-05_owner", nodes: 1, new: step05.New},
+	{name: "lockstep-06_reentrant", nodes: 1, new: step06.New},
+	{name: "lockstep-07_spin", nodes: 1, blocking: true, new: step07.New},
+	{name: "lockstep-08_watchdog", nodes: 1, blocking: true, new: step08.New},
+	{name: "lockstep-09_lua_unlock", nodes: 1, blocking: true, new: step09.New},
+	{name: "lockstep-10_retry_jitter", nodes: 1, blocking: true, new: step10.New},
+	{name: "lockstep-11_hash_owner", nodes: 1, blocking: true, new: step11.New, request: noDone(step11.WithRequest)},
+	{name: "lockstep-12_lease_guard", nodes: 1, blocking: true, new: step12.New, request: step12.WithRequest},
+	{name: "lockstep-13_pubsub", nodes: 1, blocking: true, new: step13.New, request: step13.WithRequest},
+	{name: "lockstep-14_fair", nodes: 1, blocking: true, new: step14.New, request: step14.WithRequest},
+	{name: "lockstep-15_redlock", nodes: 3, blocking: true, new: step15.New, request: step15.WithRequest},
+	{name: "lockstep-16_fencing", nodes: 1, blocking: true, new: step16.New, request: step16.WithRequest},
 	{name: "redislock", peer: true, nodes: 1, blocking: true, new: newRedislock(time.Millisecond)},
 	{name: "redislock-10ms", peer: true, nodes: 1, blocking: true, new: newRedislock(10 * time.Millisecond)},
 	{name: "redsync", peer: true, nodes: 1, blocking: true, new: newRedsync},
@@ -52,21 +72,27 @@ type contender struct {
 	peer     bool
 	nodes    int
 	blocking bool
-	new      func(proc) steps.Locker
+	new      func(steps.Proc) steps.Locker
+	request  func(context.Context) (context.Context, func())
 }
 
-// proc is what a contender's constructor is given: one benchmark process. Proc is the lab's
-// steps.Proc, whose Redis is the client of the first node; Nodes holds the process's own client of
-// every node the lock spans. Hazard: a multi-node lock built from Proc alone would silently run on
-// one node.
-type proc struct {
-	steps.Proc
-	Nodes []*redis.Client
+// newRequest opens one request for c's Locker: the context its Lock and Unlock must share, and
+// done, to call once the Unlock has returned. A lock owned by the process (no request) gets ctx as
+// it is and a done that does nothing. Hazard: a request-owned Locker given a context its
+// WithRequest did not make fails with its ErrNoRequest, and an Unlock given another request's
+// context than its Lock's is refused (steps.ErrNotOwner): the key stays held until its lease runs
+// out.
+func (c contender) newRequest(ctx context.Context) (context.Context, func()) {
+	if c.request == nil {
+		return ctx, func() {}
+	}
+	return c.request(ctx)
 }
 
-// step adapts a step package's New to the table: a step takes the lab's steps.Proc.
-func step(newLocker func(steps.Proc) steps.Locker) func(proc) steps.Locker {
-	return func(p proc) steps.Locker { return newLocker(p.Proc) }
+// noDone adapts a WithRequest that only carries the owner token (step 11: nothing of the request
+// needs ending) to the table's request, with a done that does nothing.
+func noDone(withRequest func(context.Context) context.Context) func(context.Context) (context.Context, func()) {
+	return func(ctx context.Context) (context.Context, func()) { return withRequest(ctx), func() {} }
 }
 
 // redislockLocker adapts github.com/bsm/redislock to steps.Locker: Obtain (a Lua script: SET NX
@@ -84,8 +110,8 @@ type redislockLocker struct {
 // redislock.LinearBackoff(backoff): 1 ms is the pause the harness sleeps between tries of the
 // non-blocking steps 04–06, so the two polling designs compare; 10 ms is the peer issue 9's
 // contended goal names.
-func newRedislock(backoff time.Duration) func(proc) steps.Locker {
-	return func(p proc) steps.Locker {
+func newRedislock(backoff time.Duration) func(steps.Proc) steps.Locker {
+	return func(p steps.Proc) steps.Locker {
 		return &redislockLocker{
 			c:   redislock.New(p.Redis),
 			ttl: p.TTL,
@@ -132,7 +158,7 @@ type redsyncLocker struct {
 	m   *redsync.Mutex
 }
 
-func newRedsync(p proc) steps.Locker {
+func newRedsync(p steps.Proc) steps.Locker {
 	pools := make([]redsyncredis.Pool, len(p.Nodes))
 	for i, rdb := range p.Nodes {
 		pools[i] = redsyncgoredis.NewPool(rdb)

@@ -21,6 +21,7 @@ type lockStats struct {
 	ns                      [3]float64 // quartiles over rounds of the round's time per op
 	cmdsPerOp               float64    // all commands / all ops
 	cmds                    [3]float64 // quartiles over rounds of the round's commands per op
+	dialsPerOp              float64    // all connections dialled / all ops
 	bytesPerOp, allocsPerOp float64
 
 	// Uncontended: the ratio of its time to the best peer's in the same round.
@@ -44,13 +45,14 @@ func summarize(r *interleaved, rounds [][]batch) []lockStats {
 	for i := range r.locks {
 		s := &st[i]
 		var nsPerOp, cmdsPerOp []float64
-		var cmds int64
+		var cmds, dials int64
 		var bytes, allocs uint64
 		allOps := 0
 		for _, row := range rounds {
 			bt := row[i]
 			s.ops += bt.ops
 			cmds += bt.cmds
+			dials += bt.dials
 			allOps += bt.allOps
 			bytes += bt.bytes
 			allocs += bt.allocs
@@ -60,6 +62,7 @@ func summarize(r *interleaved, rounds [][]batch) []lockStats {
 		s.ns[0], s.ns[1], s.ns[2] = quartiles(nsPerOp)
 		s.cmds[0], s.cmds[1], s.cmds[2] = quartiles(cmdsPerOp)
 		s.cmdsPerOp = float64(cmds) / float64(s.ops)
+		s.dialsPerOp = float64(dials) / float64(s.ops)
 		s.bytesPerOp = float64(bytes) / float64(allOps)
 		s.allocsPerOp = float64(allocs) / float64(allOps)
 		if r.procs > 0 {
@@ -232,6 +235,7 @@ func writeRounds(path string, keys []string, byKey map[string][]*interleaved, cp
 						per(float64(bt.elapsed)/float64(bt.ops)/peer, "x-best-peer")
 					}
 					per(float64(bt.cmds)/float64(bt.ops), "cmds/op")
+					per(float64(bt.dials)/float64(bt.ops), "dials/op")
 					per(float64(bt.bytes)/float64(bt.allOps), "B/op")
 					per(float64(bt.allocs)/float64(bt.allOps), "allocs/op")
 					b.WriteByte('\n')
@@ -265,6 +269,7 @@ func benchLine(w io.Writer, name string, r *interleaved, s lockStats) {
 		metric(s.ratio[1], "x-best-peer")
 	}
 	metric(s.cmdsPerOp, "cmds/op")
+	metric(s.dialsPerOp, "dials/op")
 	if r.procs > 0 {
 		metric(s.wait50, "p50-wait-ns")
 		metric(s.wait99, "p99-wait-ns")
@@ -340,7 +345,9 @@ func contendedTable(w io.Writer, r *interleaved, st []lockStats) {
 }
 
 // commandsTable prints the commands per acquisition at procs processes, for every critical
-// section that ran with that many processes.
+// section that ran with that many processes, and beside them the connections dialled per
+// acquisition (a subscription of its own per wait, in 13, 14 and 16). Hazard: the commands of a
+// dial (HELLO, two CLIENT SETINFO) are among the commands counted.
 func commandsTable(w io.Writer, pooled map[string]*interleaved, procs int) {
 	var runs []*interleaved
 	for _, r := range pooled {
@@ -360,6 +367,10 @@ func commandsTable(w io.Writer, pooled map[string]*interleaved, procs int) {
 		rule += "---:|"
 		stats[k] = summarize(r, r.rounds)
 	}
+	for _, r := range runs {
+		head += fmt.Sprintf(" dials/acq, %s |", spaced(r.cs))
+		rule += "---:|"
+	}
 	fmt.Fprintln(w, head)
 	fmt.Fprintln(w, rule)
 	for i, c := range runs[0].locks {
@@ -367,6 +378,9 @@ func commandsTable(w io.Writer, pooled map[string]*interleaved, procs int) {
 		for k := range runs {
 			s := stats[k][i]
 			row += fmt.Sprintf(" %s (%s–%s) |", num(s.cmds[1]), num(s.cmds[0]), num(s.cmds[2]))
+		}
+		for k := range runs {
+			row += fmt.Sprintf(" %s |", num(stats[k][i].dialsPerOp))
 		}
 		fmt.Fprintln(w, row)
 	}

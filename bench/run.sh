@@ -68,7 +68,7 @@ read -r busy0 total0 ours0 < <(cpu_ticks | paste -sd' ')
 		LockUnlock*) rounds=$rounds_uncontended ;;
 		*) rounds=$rounds_contended ;;
 		esac
-		go test -run '^$' -bench "^Benchmark$b\$" -benchtime="${rounds}x" -count="$count" -timeout 120m . \
+		go test -run '^$' -bench "^Benchmark$b\$" -benchtime="${rounds}x" -count="$count" -timeout 600m . \
 			-args -rounds="$rounds_out"
 	done
 	echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,7 +1,12 @@
 package bench
 
 import (
+	"context"
 	"math"
+	"net"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -84,5 +89,53 @@ func TestRunLogKeepsLastCallPerCount(t *testing.T) {
 	}
 	if len(xs) != 2 || xs[0] != final1 || xs[1] != final2 {
 		t.Errorf("runs of BenchmarkX = %p, want [%p %p] (the last call of each -count)", xs, final1, final2)
+	}
+}
+
+// TestWireConnParse: the wire count and names come out the same however the stream is cut into
+// writes, a bulk string's bytes and its CRLF included.
+func TestWireConnParse(t *testing.T) {
+	stream := "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$12\r\nva\r\nl*ue\r\n$$\r\n" + // a value holding CRLF, '*', '$'
+		"*1\r\n$4\r\nPING\r\n" +
+		"*4\r\n$7\r\nevalsha\r\n$40\r\n" + strings.Repeat("a", 40) + "\r\n$1\r\n0\r\n$0\r\n\r\n"
+	want := []string{"set", "ping", "evalsha"}
+	for size := 1; size <= len(stream); size++ {
+		var c counter
+		c.rec.Store(true)
+		w := &wireConn{c: &c}
+		for s := stream; len(s) > 0; {
+			k := min(size, len(s))
+			w.parse([]byte(s[:k]))
+			s = s[k:]
+		}
+		_, names := c.take()
+		if c.n.Load() != int64(len(want)) || !slices.Equal(names, want) {
+			t.Fatalf("writes of %d bytes: %d commands %v, want %d %v", size, c.n.Load(), names, len(want), want)
+		}
+	}
+}
+
+// TestWireConnIsSocket: a counted connection to a socket is still a syscall.Conn, so go-redis's
+// health check peeks at it as it would without the counter.
+func TestWireConnIsSocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var c counter
+	dial := c.DialHook(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return net.Dial(network, addr)
+	})
+	conn, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, ok := conn.(syscall.Conn); !ok {
+		t.Errorf("%T is not a syscall.Conn: go-redis would skip its health check", conn)
+	}
+	if c.dials.Load() != 1 {
+		t.Errorf("dials = %d, want 1", c.dials.Load())
 	}
 }
