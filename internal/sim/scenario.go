@@ -119,9 +119,12 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		// node 1 was one of the only two it holds. A second buyer comes once the node is back;
 		// the holder stays inside until the second is inside too, and the second until the
 		// holder is done.
-		// The lease is 4 × TTL: the lock is forgotten, not expired, and a lease guard's next
-		// renewal must not come before the second buyer is in.
-		p.restart, p.ttlX = true, 4
+		// The lease is 8 × TTL: the lock is forgotten, not expired. From the restart until the
+		// holder's stock write, the holder's lock commands are held back (a network that is slow
+		// while the node comes back), so a lease guard's renewal cannot land on the empty node
+		// before the second buyer is in: a restart that takes long on a loaded machine only makes
+		// the run longer. The lease stays well longer than that hold-up.
+		p.restart, p.ttlX = true, 8
 		first := buyerPlan{holdBy: 2, until: EvEnter, miss: true}
 		second := held(0)
 		second.anchor = restarted
@@ -208,15 +211,30 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		}
 	}
 	if pl.restart {
-		entered := sig.get(1, EvEnter)
+		holder := procs[0]
+		entered, wrote, done := sig.get(1, EvEnter), sig.get(1, EvWrite), sig.get(1, EvDone)
 		go func() {
 			select {
 			case <-entered:
 			case <-rctx.Done():
 				return
 			}
+			unblock := make([]func(), len(holder.lock))
+			for i := range holder.lock {
+				unblock[i] = holder.block(i)
+			}
+			defer func() {
+				for _, u := range unblock {
+					u()
+				}
+			}()
 			a.Restart(0)
 			sig.fire(0, restarted)
+			select {
+			case <-wrote:
+			case <-done:
+			case <-rctx.Done():
+			}
 		}()
 	}
 	var wg sync.WaitGroup
@@ -435,7 +453,7 @@ func (s *signals) anchor() <-chan struct{} { return s.get(1, "anchor") }
 
 func (s *signals) see(e Event) {
 	switch e.Kind {
-	case EvEnter, EvDone, EvWaiting, EvRefused, EvWork:
+	case EvEnter, EvDone, EvWaiting, EvRefused, EvWork, EvWrite:
 	default:
 		return
 	}
@@ -463,6 +481,10 @@ func (s *signals) see(e Event) {
 				s.checkAll(ak[0].(int), k, c)
 			}
 		}
+	}
+	if e.Kind == EvWrite {
+		fire(EvWrite) // the restart's hold-up of the holder ends at its write
+		return
 	}
 	if e.Kind == EvWork {
 		// An order that works before it touches the stock (no lock, an atomic sale) is under
