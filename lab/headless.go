@@ -70,8 +70,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 // 2), a backend that cannot start is the machine's (exit 1).
 func openBackend(name string, st *steps.Step) (redisenv.Env, error) {
 	env, err := redisenv.Open(name, redisenv.Options{Nodes: st.Nodes})
-	if errors.Is(err, redisenv.ErrBadName) {
-		return nil, usageError("%v", err)
+	if errors.Is(err, redisenv.ErrBadName) || errors.Is(err, redisenv.ErrSingleNode) {
+		return nil, usageError("%s: %w", st.Slug, err)
 	}
 	return env, err
 }
@@ -218,13 +218,18 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	incomplete := 0
 	for _, st := range rows {
 		for _, sc := range steps.Scenarios {
+			c := cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
 			env, err := openBackend(*backend, st)
+			if errors.Is(err, redisenv.ErrSingleNode) {
+				c.Skipped = fmt.Sprintf("an existing server is one lock node, and %s needs %d", st.Slug, st.Nodes)
+				cells = append(cells, c)
+				continue
+			}
 			if err != nil {
 				return err
 			}
 			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
 			env.Close()
-			c := cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
 			switch {
 			case errors.Is(err, sim.ErrCannotStage):
 				c.Skipped = strings.TrimPrefix(err.Error(), "sim: ")
@@ -256,24 +261,49 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stderr)
 	fmt.Fprint(stdout, renderMatrix(cells))
-	skipped := map[string][]string{} // reason → scenarios
 	for _, c := range cells {
-		switch {
-		case c.Skipped != "":
-			if !slices.Contains(skipped[c.Skipped], c.Scenario) {
-				skipped[c.Skipped] = append(skipped[c.Skipped], c.Scenario)
-			}
-		case len(c.Unjudged) > 0:
+		if len(c.Unjudged) > 0 {
 			fmt.Fprintf(stdout, "? %s × %s: no verdict on %s: %s\n", c.Step, c.Scenario, joinKinds(c.Unjudged), c.Why)
 		}
 	}
-	for why, scs := range skipped {
-		fmt.Fprintf(stdout, "skipped (%s, every step): %s\n", strings.Join(scs, ", "), why)
-	}
+	fmt.Fprint(stdout, skippedLines(cells, len(rows)))
 	if incomplete > 0 {
 		return fmt.Errorf("%d cells have no verdict", incomplete)
 	}
 	return nil
+}
+
+// skippedLines says which cells were skipped and why, one line per reason in the order the
+// reasons first came: the scenarios and the steps it covers ("every step", "every scenario").
+func skippedLines(cells []cell, nSteps int) string {
+	var whys []string
+	scs, sts := map[string][]string{}, map[string][]string{}
+	for _, c := range cells {
+		if c.Skipped == "" {
+			continue
+		}
+		if _, seen := scs[c.Skipped]; !seen {
+			whys = append(whys, c.Skipped)
+		}
+		if !slices.Contains(scs[c.Skipped], c.Scenario) {
+			scs[c.Skipped] = append(scs[c.Skipped], c.Scenario)
+		}
+		if !slices.Contains(sts[c.Skipped], c.Step) {
+			sts[c.Skipped] = append(sts[c.Skipped], c.Step)
+		}
+	}
+	var b strings.Builder
+	for _, why := range whys {
+		which, where := strings.Join(scs[why], ", "), strings.Join(sts[why], ", ")
+		if len(scs[why]) == len(steps.Scenarios) {
+			which = "every scenario"
+		}
+		if len(sts[why]) == nSteps && nSteps > 1 {
+			where = "every step"
+		}
+		fmt.Fprintf(&b, "skipped (%s; %s): %s\n", which, where, why)
+	}
+	return b.String()
 }
 
 // renderMatrix draws the table in Markdown, ✓ where no judged kind happened.
