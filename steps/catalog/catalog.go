@@ -383,9 +383,9 @@ var Steps = []*steps.Step{
 		Article:   "the articles stop short of it; Kleppmann's fencing tokens, Redisson's RFencedLock",
 		Fixes:     "A holder paused past its lease still gets inside, but its stale write is refused: nothing is oversold.",
 		Breaks:    "The token counter lives beside the lock on one Redis: a failover or a restart loses its last increments and hands a token out again.",
-		Hint:      "Fail the lock primary over right after the holder's lock write.",
+		Hint:      "Pause the holder past its lease and watch its write bounce; then fail the lock primary over right after a lock write.",
 		Lesson:    "The resource checking for itself is what makes a lost lock harmless: the pause still lets two in, and the stale write bounces. But the token is only as monotonic as the counter behind it: counted on the same Redis that fails over, it repeats, and an equal token passes. A token must come from somewhere that never goes back (a consensus system, or the resource itself).",
-		BreakWith: steps.Failover,
+		BreakWith: steps.Pause, // the lesson is the refused write; failover then breaks it for real
 		New:       fencing.New, Order: fencing.Order, Source: fencing.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:    {overlap},
