@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -41,7 +42,7 @@ type arena struct {
 	hist    history // every event, with the picture after it (rewind.go)
 	rw      *rewind // the rewind cursor, while the learner walks the timeline
 	fenced  int     // writes the inventory refused for a stale fencing token
-	fenceBy string  // the referee's words for the latest of them
+	fenceBy string  // the latest of them in words
 	loss    string  // what the last lock loss was: "failover" or "restart"
 
 	// a canned run's outcome
@@ -117,6 +118,9 @@ func (a *arena) setOwner(n int, b int64) {
 		o.touch(b)
 	}
 }
+
+// tokenRe finds the token in sim's EvFenced sentence: "… stale write (token 1)".
+var tokenRe = regexp.MustCompile(`\(token (\d+)\)`)
 
 // apply folds one event into the picture, and keeps it for rewind.
 func (a *arena) apply(e sim.Event) {
@@ -229,7 +233,10 @@ func (a *arena) fold(e sim.Event) {
 		a.overlapLogged[pair] = true
 	case sim.EvFenced:
 		a.fenced++
-		a.fenceBy = e.Detail
+		a.fenceBy = fmt.Sprintf("buyer %d's token was lower than the highest seen", e.Buyer)
+		if m := tokenRe.FindStringSubmatch(e.Detail); m != nil {
+			a.fenceBy = fmt.Sprintf("buyer %d's token %s < the highest seen", e.Buyer, m[1])
+		}
 		a.logf(e.At, "FENCED: %s", e.Detail)
 	case sim.EvPartitioned:
 		l.cut = true

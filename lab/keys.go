@@ -106,10 +106,10 @@ func newArenaKeys(g globalKeys) arenaKeys {
 		Fewer:      bind([]string{"-", "_"}, "-", "fewer buyers"),
 		Slower:     bind([]string{"["}, "[", "slower"),
 		Faster:     bind([]string{"]"}, "]", "faster"),
-		Back1:      bind([]string{","}, ",", "rewind: one event back (orders held, or a run over)"),
-		On1:        bind([]string{"."}, ".", "rewind: one event on"),
-		First:      bind([]string{"home"}, "home", "rewind: the first event"),
-		Last:       bind([]string{"end"}, "end", "rewind: the latest event"),
+		Back1:      bind([]string{","}, ",", "rewind: back"),
+		On1:        bind([]string{"."}, ".", "rewind: on"),
+		First:      bind([]string{"home"}, "home", "rewind: first"),
+		Last:       bind([]string{"end"}, "end", "rewind: last"),
 		Rewind:     key.NewBinding(key.WithKeys(",", "."), key.WithHelp(",/.", "rewind")),
 		Buyers:     key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "buyers")),
 		Speed:      key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[/]", "speed")),
@@ -136,7 +136,7 @@ func (k arenaKeys) faultRow() []key.Binding {
 func (k arenaKeys) FullHelp() [][]key.Binding {
 	f := k.faultRow()
 	return [][]key.Binding{f[:5], f[5:], {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster},
-		{k.Back1, k.On1, k.First, k.Last}, {k.Code, k.Back}}
+		{k.Back1, k.On1, k.First, k.Last, k.Code, k.Back}}
 }
 
 // codeKeys scroll the code pane and switch between diff and source.

@@ -48,8 +48,7 @@ func (a *arena) lockLine(w int) string {
 	}
 	if a.fenced > 0 && (a.done || a.rw != nil) {
 		// what the lock could not stop, and the inventory did: the referee's words
-		return ansi.Truncate(head+sWarn.Render("it let a stale holder in, but ")+a.fenceBy+
-			": its fencing token was lower than the highest the inventory had seen", w, "…")
+		return ansi.Truncate(head+sWarn.Render("stale write refused at the inventory: ")+a.fenceBy, w, "…")
 	}
 	if a.multi() {
 		return a.quorumLine(w)
