@@ -175,7 +175,8 @@ func TestStep17CannotBeBroken(t *testing.T) {
 	defer m.shutdown()
 	press(m, "17", "b")
 	st, _ := catalog.Find("17")
-	want := "Step 17 cannot be broken: every scenario passes (its row of the matrix is all ✓) — it takes no lock: " + st.Fixes
+	want := "Step 17 cannot be broken: every scenario passes (its row of the matrix is all ✓) — it takes no lock: " +
+		strings.ToLower(st.Fixes[:1]) + st.Fixes[1:]
 	if m.msg != want || !strings.Contains(flat(m), "Step 17 cannot be broken") {
 		t.Errorf("b on 17: %q\n%s", m.msg, m.View())
 	}

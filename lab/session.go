@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -267,8 +268,8 @@ func unbreakable(st *steps.Step) string {
 		}
 	}
 	why := st.Fixes
-	if st.NoLock {
-		why = "it takes no lock: " + why
+	if st.NoLock && why != "" {
+		why = "it takes no lock: " + strings.ToLower(why[:1]) + why[1:]
 	}
 	return fmt.Sprintf("%s cannot be broken: every scenario passes (its row of the matrix is all ✓) — %s", upper(stepName(st)), why)
 }
