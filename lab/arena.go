@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -20,8 +21,8 @@ type arena struct {
 	initial, shelf, confirmed, commands, drops int
 	lanes                                      []*lane // buyer n at index n-1
 	lock                                       *lane
-	owner                                      int
-	ownedAt                                    time.Duration   // when the owner took or last renewed the lock
+	owner                                      int             // the lock's owner: on a quorum, the buyer holding a majority
+	nodes                                      []nodeView      // each lock node as the events tell it (nodes.go)
 	inside                                     map[[2]int]bool // the orders inside: {buyer, order}
 	overlapLogged                              map[[2]int]bool // pairs of buyers whose overlap the log has said
 	armed, failedOver                          bool
@@ -38,20 +39,28 @@ type arena struct {
 	read   bool
 	roster roster // live buyers: who orders, who was retired
 
+	hist    history // every event, with the picture after it (rewind.go)
+	rw      *rewind // the rewind cursor, while the learner walks the timeline
+	fenced  int     // writes the inventory refused for a stale fencing token
+	fenceBy string  // the latest of them in words
+	loss    string  // what the last lock loss was: "failover" or "restart"
+
 	// a canned run's outcome
 	done bool
 	rep  *sim.Report
 	err  error
 }
 
-func newArena(sc steps.Scenario, t sim.Timing, stock int, lockKey string, canFail bool) *arena {
+// newArena is the picture of a session on a lock of nodes lock nodes (0 is one).
+func newArena(sc steps.Scenario, t sim.Timing, stock int, lockKey string, canFail bool, nodes int) *arena {
 	res := t.TTL / 20
 	if res <= 0 {
 		res = time.Millisecond
 	}
 	return &arena{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
 		initial: stock, shelf: stock, lock: newLane(0), inside: map[[2]int]bool{}, overlapLogged: map[[2]int]bool{},
-		viol: map[steps.Kind]string{}, violAt: map[steps.Kind]time.Duration{}, roster: roster{retired: map[int]bool{}}}
+		viol: map[steps.Kind]string{}, violAt: map[steps.Kind]time.Duration{}, roster: roster{retired: map[int]bool{}},
+		nodes: make([]nodeView, max(nodes, 1)), loss: "failover"}
 }
 
 func (a *arena) bucket(d time.Duration) int64 { return int64(d / a.res) }
@@ -110,8 +119,17 @@ func (a *arena) setOwner(n int, b int64) {
 	}
 }
 
-// apply folds one event into the picture.
+// tokenRe finds the token in sim's EvFenced sentence: "… stale write (token 1)".
+var tokenRe = regexp.MustCompile(`\(token (\d+)\)`)
+
+// apply folds one event into the picture, and keeps it for rewind.
 func (a *arena) apply(e sim.Event) {
+	a.fold(e)
+	a.hist.add(e, a)
+}
+
+// fold folds one event into the picture.
+func (a *arena) fold(e sim.Event) {
 	if e.At > a.last {
 		a.last = e.At
 	}
@@ -142,14 +160,10 @@ func (a *arena) apply(e sim.Event) {
 			}
 		case strings.HasPrefix(d, "EVAL"):
 			l.mark(b, 'L')
-			if e.Buyer == a.owner {
-				a.ownedAt = e.At // a Lua renewal or unlock: either way the owner was alive
-			}
+			a.renewed(e) // a Lua renewal or unlock: either way the owner was alive
 		case strings.HasPrefix(d, "PEXPIRE") || strings.HasPrefix(d, "EXPIRE"):
 			l.mark(b, 'P')
-			if e.Buyer == a.owner {
-				a.ownedAt = e.At
-			}
+			a.renewed(e)
 		case strings.HasPrefix(d, "SET NX") || strings.HasPrefix(d, "SETNX"):
 			if c := l.at(b); c != nil && c.spins < 1<<15 {
 				c.spins++
@@ -218,6 +232,11 @@ func (a *arena) apply(e sim.Event) {
 		}
 		a.overlapLogged[pair] = true
 	case sim.EvFenced:
+		a.fenced++
+		a.fenceBy = fmt.Sprintf("buyer %d's token was lower than the highest seen", e.Buyer)
+		if m := tokenRe.FindStringSubmatch(e.Detail); m != nil {
+			a.fenceBy = fmt.Sprintf("buyer %d's token %s < the highest seen", e.Buyer, m[1])
+		}
 		a.logf(e.At, "FENCED: %s", e.Detail)
 	case sim.EvPartitioned:
 		l.cut = true
@@ -229,42 +248,8 @@ func (a *arena) apply(e sim.Event) {
 		a.logf(e.At, "buyer %d reaches the lock server again", e.Buyer)
 	case sim.EvRejected:
 		a.logf(e.At, "buyer %d turned away, %d on the shelf", e.Buyer, e.Stock)
-	case sim.EvAcquired:
-		a.setOwner(e.Buyer, b)
-		a.ownedAt = e.At
-		a.logf(e.At, "buyer %d took the lock", e.Buyer)
-	case sim.EvReleased:
-		a.setOwner(0, b)
-		a.logf(e.At, "buyer %d released its lock", e.Buyer)
-	case sim.EvForeign:
-		a.setOwner(0, b)
-		a.lock.mark(b, '!')
-		if e.Other != 0 {
-			a.logf(e.At, "buyer %d DELETED buyer %d's lock", e.Buyer, e.Other)
-		} else {
-			a.logf(e.At, "buyer %d deleted a lock it did not own", e.Buyer)
-		}
-	case sim.EvExpired:
-		// The referee sees an expiry at the next lock command; Redis dropped the key one TTL
-		// after the owner last set it, so that is where the lock lane shows it.
-		at := b
-		if x := a.bucket(a.ownedAt + a.timing.TTL); a.ownedAt > 0 && x < b {
-			at = x
-		}
-		a.setOwner(0, b)
-		a.lock.unown(at, b)
-		a.lock.mark(at, 'x')
-		a.logf(e.At, "buyer %d's lock expired (TTL ran out)", e.Other)
-	case sim.EvLost:
-		a.setOwner(0, b)
-		a.lock.mark(b, '?')
-		a.logf(e.At, "buyer %d's lock vanished in the failover", e.Other)
-	case sim.EvFailover:
-		a.lock.mark(b, 'F')
-		if !strings.HasPrefix(e.Detail, "failed") {
-			a.failedOver, a.armed = true, false
-		}
-		a.logf(e.At, "failover: %s", e.Detail)
+	case sim.EvAcquired, sim.EvReleased, sim.EvForeign, sim.EvExpired, sim.EvLost, sim.EvFailover, sim.EvRestart:
+		a.lockEvent(e, b)
 	case sim.EvFault:
 		a.logf(e.At, "buyer %d hit: %s", e.Buyer, e.Detail)
 	case sim.EvFrozen:

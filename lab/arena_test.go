@@ -30,7 +30,7 @@ func TestFeedNeverBlocks(t *testing.T) {
 // frozen glyphs, and that a long session stays within the ring.
 func TestArenaTimeline(t *testing.T) {
 	tm := sim.DefaultTiming()
-	a := newArena("", tm, 10, "k", true)
+	a := newArena("", tm, 10, "k", true, 1)
 	res := a.res
 	at := func(b int) time.Duration { return time.Duration(b) * res }
 	a.apply(sim.Event{At: at(0), Kind: sim.EvStart, Buyer: 1})
@@ -74,7 +74,7 @@ func TestArenaTimeline(t *testing.T) {
 // it; the referee's later overlap pairs are logged once each, the first by its VIOLATION line.
 func TestSecondRequestAndPartition(t *testing.T) {
 	tm := sim.DefaultTiming()
-	a := newArena("", tm, 10, "k", true)
+	a := newArena("", tm, 10, "k", true, 1)
 	at := func(b int) time.Duration { return time.Duration(b) * a.res }
 	ev := func(b int, k sim.EventKind, buyer, order int) {
 		a.apply(sim.Event{At: at(b), Kind: k, Buyer: buyer, Order: order, Stock: 10})
@@ -208,7 +208,7 @@ func TestUnjudgedKindsAreNotViolations(t *testing.T) {
 	defer m.shutdown()
 	press(m, "4")
 	m.scr = scrArena
-	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true)
+	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true, 1)
 	a := m.ar
 	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 3 was turned away while 2 units were on the shelf"})
 	v := m.View()
@@ -231,7 +231,7 @@ func TestNoVerdictOnPartialEvidence(t *testing.T) {
 	defer m.shutdown()
 	press(m, "5")
 	m.scr = scrArena
-	m.ar = newArena(steps.UnlockRace, sim.DefaultTiming(), -1, "k", true)
+	m.ar = newArena(steps.UnlockRace, sim.DefaultTiming(), -1, "k", true, 1)
 	const why = "the referee could not see what a command did to the lock on lock-A: NOPERM"
 	rep := &sim.Report{Scenario: "unlock-race", InitialStock: 3, FinalStock: 2, Confirmed: 1,
 		Untracked: []sim.Blind{{Kinds: []steps.Kind{steps.ForeignRelease}, What: why}},
@@ -247,7 +247,7 @@ func TestNoVerdictOnPartialEvidence(t *testing.T) {
 		t.Errorf("a ✓ on partial evidence:\n%s", m.View())
 	}
 	// what it found stands, beside what it could not see
-	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true)
+	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true, 1)
 	rep = &sim.Report{Scenario: "slow", InitialStock: 3, FinalStock: 2, Confirmed: 2, Oversold: 1,
 		Violations: []steps.Kind{steps.Overlap, steps.Oversold},
 		Explain: []sim.Finding{{Kind: steps.Overlap, Sentence: "buyer 1 and buyer 2 were both inside the critical section for 52 ms"},

@@ -47,6 +47,14 @@ func (p *arenaPane) Update(k tea.KeyMsg) tea.Msg {
 		return addBuyers{1}
 	case key.Matches(k, km.Fewer):
 		return addBuyers{-1}
+	case key.Matches(k, km.Back1):
+		return rewindMove{d: -1}
+	case key.Matches(k, km.On1):
+		return rewindMove{d: 1}
+	case key.Matches(k, km.First):
+		return rewindMove{first: true}
+	case key.Matches(k, km.Last):
+		return rewindMove{last: true}
 	}
 	for f, b := range km.faults {
 		if key.Matches(k, b) {
@@ -69,16 +77,21 @@ func (p *arenaPane) View() string {
 	first, latest := a.verdict()
 	inv := a.invariantLines(w, first, latest)
 	lesson := p.lessonLines(w)
+	rew := a.rewindLines(w)
+	if rew != nil {
+		lesson = nil // read already; leaving rewind brings it back
+	}
+	nodes := a.nodeLines(w)
 	foot := p.footer(w)
-	topoNeeded := a.armed || a.failedOver
-	free := h - len(foot) - len(status) - 2 - 2 - len(inv) - len(lesson) // shop, lock; ruler, lock lane
+	topoNeeded := (a.armed || a.failedOver) && !a.multi()
+	free := h - len(foot) - len(status) - 2 - 2 - len(inv) - len(lesson) - len(rew) - len(nodes) // shop, lock; ruler, lock lane
 	if topoNeeded {
 		free--
 	}
 	lanes := max(min(len(a.lanes), free), 0)
 	free -= lanes
 	showTopo, showClaim := topoNeeded, false
-	if free > 0 && !topoNeeded {
+	if free > 0 && !topoNeeded && !a.multi() {
 		showTopo, free = true, free-1
 	}
 	claim := wrap(sDim.Render(s.step().Claim), w)
@@ -105,12 +118,14 @@ func (p *arenaPane) View() string {
 	}
 	out = append(out, status...)
 	out = append(out, a.shopLine(w), a.lockLine(w))
+	out = append(out, nodes...)
 	if showTopo {
 		out = append(out, a.topoLine())
 	}
 	p.tl.a, p.tl.keep = a, namedBuyers(first, latest)
 	p.tl.SetSize(w, lanes)
 	out = append(out, p.tl.View()...)
+	out = append(out, rew...)
 	out = append(out, legend[:legendN]...)
 	out = append(out, inv...)
 	out = append(out, lesson...)
@@ -203,8 +218,12 @@ func (p *arenaPane) footer(w int) []string {
 	k, s := p.keys, p.s
 	if s.ar == nil || s.ar.scenario == "" {
 		// the faults on a line of their own, unless packing them with the rest saves a line
-		rows := strings.Split(footer(w, k.faultRow(), k.ShortHelp()), "\n")
-		if packed := strings.Split(footer(w, append(k.faultRow(), k.ShortHelp()...)), "\n"); len(packed) < len(rows) {
+		short := k.ShortHelp()
+		if s.paused {
+			short = append([]key.Binding{k.Rewind}, short...)
+		}
+		rows := strings.Split(footer(w, k.faultRow(), short), "\n")
+		if packed := strings.Split(footer(w, append(k.faultRow(), short...)), "\n"); len(packed) < len(rows) {
 			return packed
 		}
 		return rows
@@ -223,16 +242,19 @@ func (p *arenaPane) footer(w int) []string {
 			n := h.jumpKey(s.steps, h.fix)
 			keys = append(keys, key.NewBinding(key.WithKeys(n), key.WithHelp(n, stepName(s.steps[h.fix])+": the fix")))
 		}
-		keys = append(keys, k.g.Break, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit)
+		keys = append(keys, k.g.Break, k.Rewind, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit)
 	} else {
 		keys = []key.Binding{k.Reset, k.g.Break, k.g.Steps, k.Code, k.Back, k.g.Help, k.g.Quit}
+		if s.ar.done {
+			keys = append([]key.Binding{k.Rewind}, keys...)
+		}
 	}
 	return strings.Split(footer(w, keys), "\n")
 }
 
 var legendItems = [][]string{
 	{"█ inside", "▓ OVERLAP", "═ holds", "· waits", "~ spins", "‖ frozen", "× crashed", "┄/▒ cut off", "─/═ lock free/held"},
-	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "F/? failover/lost"},
+	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "F/R/? failover/restart/lost"},
 }
 
 // legendLines packs the timeline's legend into lines of w columns: the lanes' glyphs first, then

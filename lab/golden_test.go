@@ -46,7 +46,7 @@ func loadRecorded(t testing.TB, m *model) {
 		t.Fatal(err)
 	}
 	m.cur, m.scr, m.slow = 3, scrArena, 1
-	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "lockstep:5eed0000:"+sim.LockName, true)
+	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "lockstep:5eed0000:"+sim.LockName, true, 1)
 	for _, e := range r.Events {
 		m.ar.apply(e)
 	}

@@ -78,6 +78,12 @@ const helpBreak = "b replays the scenario that breaks this step. After it breaks
 	"else its number — and opens its diff. When the next step clears only some of them, it says which; when no step " +
 	"does, it says so."
 
+const helpRewind = "Hold the orders (space), or let b's run finish, then , and . move a cursor back and forth through " +
+	"the events, one at a time (home: the first event the timeline still shows, end: the latest). The timeline marks the " +
+	"cursor's column (▼ on the ruler), and the line under it says what happened there in words — the referee's own " +
+	"sentence for a violation — while the LOCK line (and on a quorum lock, one line per node) says the lock as it stood " +
+	"then, its TTL reckoned from its holder's last write (≈). space leaves rewind (and, live, resumes the orders)."
+
 const helpVerdict = "INVARIANTS says, for each kind, what the referee judged: ✗ it found a violation (its sentence says how, " +
 	"and while buyers run, when it found it), ✓ it judged the kind and found none, ? no verdict — not yet (stuck and idle are " +
 	"judged at the end of a scenario; a live session never judges idle) or it could not see (the line under it says why), " +
@@ -90,7 +96,7 @@ const helpTimeline = "One lane per buyer, one for the lock server; time runs lef
 	"(its lock can tell it nothing: it works on), ‖ frozen, × crashed. " +
 	"The status after a lane says \"▓ 2 inside\" when a buyer's two orders are inside together, \"+1 waits\" when its second one waits its turn. " +
 	"Marks: G GET stock, S SET stock, o GET lock (the owner check), D DEL lock, L a holder's Lua script (unlock or renewal), P TTL renewal. " +
-	"Lock lane: ─ free, ═ held, with the owner's number at the start of each hold, x expired, ! deleted by a non-owner, F failover, ? lost in the failover. " +
+	"Lock lane: ─ free, ═ held, with the owner's number at the start of each hold (on a quorum lock, the buyer holding a majority of the nodes), x expired, ! deleted by a non-owner, F failover, R a node restarted without persistence, ? lost in the failover or restart. " +
 	"When not every buyer fits, the lanes shown are the buyers a sentence on screen names, the lock's owner, then the busy ones."
 
 // lines is the whole help text laid out for w columns.
@@ -101,7 +107,7 @@ func (p *helpPane) lines(w int) []string {
 		b = append(b, "", sLabel.Render(g.title))
 		b = append(b, strings.Split(p.hm.FullHelpView(g.km.FullHelp()), "\n")...)
 	}
-	for _, sec := range [][2]string{{"Faults", helpFaults}, {"After a break", helpBreak}, {"Invariants", helpVerdict}, {"The timeline", helpTimeline}} {
+	for _, sec := range [][2]string{{"Faults", helpFaults}, {"After a break", helpBreak}, {"Rewind", helpRewind}, {"Invariants", helpVerdict}, {"The timeline", helpTimeline}} {
 		b = append(b, "", sBold.Render(sec[0]))
 		b = append(b, wrap(sec[1], w)...)
 	}

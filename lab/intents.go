@@ -51,7 +51,15 @@ func (m *model) intent(in tea.Msg) tea.Cmd {
 		return m.startLive()
 	case changeSpeed:
 		return m.setSpeed(nextSpeed(m.slow, in.slower), in.slower)
-	case holdOrders, addBuyers, injectFault:
+	case rewindMove:
+		m.rewindTo(in)
+	case holdOrders:
+		if m.ar != nil && m.ar.scenario != "" && m.ar.leaveRewind() {
+			m.msg = "rewind off"
+			return nil
+		}
+		return m.liveIntent(in)
+	case addBuyers, injectFault:
 		return m.liveIntent(in)
 	}
 	return nil

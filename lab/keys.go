@@ -83,7 +83,8 @@ type arenaKeys struct {
 	Partition, Second            key.Binding
 	Hold, Reset, More, Fewer     key.Binding
 	Slower, Faster               key.Binding
-	Buyers, Speed                key.Binding // footer shorthands
+	Back1, On1, First, Last      key.Binding // rewind (rewind.go)
+	Buyers, Speed, Rewind        key.Binding // footer shorthands
 	Code, Back                   key.Binding
 	faults                       map[sim.Fault]key.Binding
 }
@@ -105,6 +106,11 @@ func newArenaKeys(g globalKeys) arenaKeys {
 		Fewer:      bind([]string{"-", "_"}, "-", "fewer buyers"),
 		Slower:     bind([]string{"["}, "[", "slower"),
 		Faster:     bind([]string{"]"}, "]", "faster"),
+		Back1:      bind([]string{","}, ",", "rewind: back"),
+		On1:        bind([]string{"."}, ".", "rewind: on"),
+		First:      bind([]string{"home"}, "home", "rewind: first"),
+		Last:       bind([]string{"end"}, "end", "rewind: last"),
+		Rewind:     key.NewBinding(key.WithKeys(",", "."), key.WithHelp(",/.", "rewind")),
 		Buyers:     key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "buyers")),
 		Speed:      key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[/]", "speed")),
 		Code:       bind([]string{"tab", "c"}, "tab/c", "code"),
@@ -129,7 +135,8 @@ func (k arenaKeys) faultRow() []key.Binding {
 
 func (k arenaKeys) FullHelp() [][]key.Binding {
 	f := k.faultRow()
-	return [][]key.Binding{f[:5], f[5:], {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster}, {k.Code, k.Back}}
+	return [][]key.Binding{f[:5], f[5:], {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster},
+		{k.Back1, k.On1, k.First, k.Last, k.Code, k.Back}}
 }
 
 // codeKeys scroll the code pane and switch between diff and source.

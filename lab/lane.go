@@ -117,7 +117,7 @@ func (l *lane) touch(b int64) {
 // markRank orders command marks: a full bucket keeps its most telling commands.
 var markRank = map[byte]int{'P': 1, 'o': 2, 'G': 3, 'S': 4, 'L': 5, 'D': 6,
 	// lock lane
-	'x': 7, '?': 8, '!': 9, 'F': 10}
+	'x': 7, '?': 8, '!': 9, 'F': 10, 'R': 10}
 
 // mark records command mark m in bucket b. A bucket keeps up to three marks in order; the
 // timeline spills them into the columns after it, so GET → work → SET → DEL stay separate.

@@ -24,6 +24,12 @@ func (t *timeline) laneLine(l *lane, label string, first, nowB int64, cols int, 
 	if l.n == 0 {
 		t.ownerNumbers(cells, first, nowB)
 	}
+	if t.cur >= 0 && t.cur < len(cells) { // the rewind cursor's column
+		if cells[t.cur].r == ' ' {
+			cells[t.cur].r = '│'
+		}
+		cells[t.cur].style = &sCursor
+	}
 	var sb strings.Builder
 	sb.WriteString(fmt.Sprintf("%-*s", labelW, label))
 	var run []rune

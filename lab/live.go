@@ -44,8 +44,9 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 		m.paused = !m.paused
 		live.SetPaused(m.paused)
 		if m.paused {
-			m.msg = "new orders paused (orders under way go on); space resumes"
+			m.msg = "new orders paused (orders under way go on); , and . rewind through the timeline; space resumes"
 		} else {
+			m.ar.leaveRewind()
 			m.msg = "orders resumed"
 		}
 	case addBuyers:
@@ -68,14 +69,14 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 			return nil
 		}
 		m.msg = fmt.Sprintf("%s → … (waiting up to a TTL for a holder)", f)
-		s, within := m.sess, m.timing().TTL
+		s, within, quorum := m.sess, m.timing().TTL, m.ar.multi()
 		return func() tea.Msg {
 			who, err := s.inject(f, within)
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
 			a := live.Arena()
 			r := lockReading{at: a.Since()}
-			r.st = a.Lock(ctx)
+			r.read(ctx, a, quorum)
 			return injectMsg{gen: gen, f: f, who: who, err: err, lock: r}
 		}
 	}

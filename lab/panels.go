@@ -27,10 +27,18 @@ func (a *arena) shopLine(w int) string {
 	if a.confirmed == 0 {
 		pers = []string{fmt.Sprintf("%d Redis cmds, no order yet", a.cmds()), fmt.Sprintf("%d cmds, no order yet", a.cmds())}
 	}
+	if a.fenced == 1 {
+		over += " · " + sWarn.Render("1 stale write refused (token too low)")
+	} else if a.fenced > 1 {
+		over += " · " + sWarn.Render(fmt.Sprintf("%d stale writes refused (token too low)", a.fenced))
+	}
 	var s string
-	for _, per := range pers {
-		s = fmt.Sprintf("%s initial %s · on shelf %s · confirmed %d · %s · %s",
-			sLabel.Render("SHOP"), initial, shelf, a.confirmed, over, per)
+	for _, per := range append(pers, "") { // the commands go first when nothing else fits
+		s = fmt.Sprintf("%s initial %s · on shelf %s · confirmed %d · %s",
+			sLabel.Render("SHOP"), initial, shelf, a.confirmed, over)
+		if per != "" {
+			s += " · " + per
+		}
 		if lipgloss.Width(s) <= w {
 			break
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,8 +16,19 @@ import (
 // and the session time it was taken. The LOCK line says what one reading says, and nothing else,
 // so it never contradicts itself.
 type lockReading struct {
-	st sim.LockState
-	at time.Duration
+	st    sim.LockState
+	nodes []sim.LockState // a quorum lock's every node, in node order (nil for one node)
+	at    time.Duration
+}
+
+// read takes the reading from sim's arena x: the first node's lock, and on a quorum every node's.
+func (r *lockReading) read(ctx context.Context, x *sim.Arena, quorum bool) {
+	if quorum {
+		r.nodes = x.Locks(ctx)
+		r.st = r.nodes[0]
+		return
+	}
+	r.st = x.Lock(ctx)
 }
 
 // setLock takes a reading, unless a newer one is already in.
@@ -34,9 +46,24 @@ func (a *arena) lockLine(w int) string {
 	if a.noLock {
 		return head + "none — this step takes no lock: every buyer goes straight in"
 	}
+	if a.fenced > 0 && (a.done || a.rw != nil) {
+		// what the lock could not stop, and the inventory did: the referee's words
+		return ansi.Truncate(head+sWarn.Render("stale write refused at the inventory: ")+a.fenceBy, w, "…")
+	}
+	if a.multi() {
+		return a.quorumLine(w)
+	}
 	var parts []string
 	st := a.lk.st
 	switch {
+	case a.rw != nil:
+		s := a.hist.at(a.rw.at)
+		nv := s.nodes[0]
+		if s.owner == 0 {
+			return ansi.Truncate(head+"at the cursor: free"+sDim.Render(" · key "+a.lockKey), w, "…")
+		}
+		return ansi.Truncate(head+fmt.Sprintf("at the cursor: owner buyer %d · %s", s.owner, a.ttlLeft(nv, s.ev.At))+
+			sDim.Render(" · key "+a.lockKey), w, "…")
 	case a.done && a.rep != nil && a.rep.Stuck:
 		return ansi.Truncate(head+sWarn.Render(fmt.Sprintf("run over: buyer %d still holds it while units remain (stuck)", a.rep.StuckOwner)), w, "…")
 	case a.done && a.rep != nil && unprobed(a.rep):

@@ -50,7 +50,7 @@ func TestLockLineSaysOneReading(t *testing.T) {
 // TestLockLaneNumbersAreWhole: past 9 buyers the lock lane writes the owner's whole number at the
 // start of each hold, never its last digit.
 func TestLockLaneNumbersAreWhole(t *testing.T) {
-	a := newArena("", sim.DefaultTiming(), 10, "k", true)
+	a := newArena("", sim.DefaultTiming(), 10, "k", true, 1)
 	at := func(b int) time.Duration { return time.Duration(b) * a.res }
 	for _, h := range []struct{ b, n int }{{0, 12}, {5, 3}, {9, 10}} {
 		a.apply(sim.Event{At: at(h.b), Kind: sim.EvAcquired, Buyer: h.n})
@@ -77,7 +77,7 @@ func TestLockLaneNumbersAreWhole(t *testing.T) {
 // TestNamedBuyersAreShown: when not every lane fits, the buyers the verdict names are drawn and
 // the rest are listed, not the first lanes in order.
 func TestNamedBuyersAreShown(t *testing.T) {
-	a := newArena(steps.Contention, sim.DefaultTiming(), -1, "k", true)
+	a := newArena(steps.Contention, sim.DefaultTiming(), -1, "k", true, 1)
 	for n := 1; n <= 8; n++ {
 		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvStart, Buyer: n})
 		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: n, Detail: "busy"})
@@ -143,7 +143,7 @@ func TestHeaderSaysThePaceOneWay(t *testing.T) {
 			m.buyers = buyers
 			seen[strings.Contains(m.header(w), "slower")] = true
 		}
-		m.ar = newArena(steps.Slow, m.timing(), -1, "k", true)
+		m.ar = newArena(steps.Slow, m.timing(), -1, "k", true, 1)
 		seen[strings.Contains(m.header(w), "slower")] = true
 		if len(seen) != 1 {
 			t.Errorf("at %d columns the header says the pace both ways", w)

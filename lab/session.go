@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,13 +43,14 @@ func (s *session) setArena(a *sim.Arena) {
 }
 
 // readLock reads the lock of a canned run's arena while the run is on; false when there is none.
-func (s *session) readLock(ctx context.Context) (sim.LockState, bool) {
+func (s *session) readLock(ctx context.Context, r *lockReading, quorum bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.arena == nil {
-		return sim.LockState{}, false
+		return false
 	}
-	return s.arena.Lock(ctx), true
+	r.read(ctx, s.arena, quorum)
+	return true
 }
 
 // stop ends everything the session started; it may block (orders finishing), so the model runs
@@ -90,15 +92,14 @@ func (m *model) tick() tea.Cmd {
 	if s == nil {
 		return nil
 	}
+	quorum := m.ar != nil && m.ar.multi()
 	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		r := lockReading{at: s.now()}
 		if s.live != nil {
-			r.st = s.live.Arena().Lock(ctx)
-		} else if st, ok := s.readLock(ctx); ok {
-			r.st = st
-		} else {
+			r.read(ctx, s.live.Arena(), quorum)
+		} else if !s.readLock(ctx, &r, quorum) {
 			return tickMsg{gen: s.gen}
 		}
 		s.feed.pushLock(r)
@@ -135,7 +136,7 @@ func (m *model) timing() sim.Timing { return sim.DefaultTiming().Scaled(m.slow) 
 // backend and event feed for it. It returns a nil Env when there is nothing to run: offline, or
 // Redis could not start (m.msg then says why).
 func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (redisenv.Env, *feed) {
-	m.ar = newArena(scenario, t, stock, sim.LockName, true)
+	m.ar = newArena(scenario, t, stock, sim.LockName, true, m.step().Nodes)
 	m.ar.noLock = takesNoLock(m.step())
 	if m.opt.offline {
 		return nil, nil
@@ -173,7 +174,7 @@ func (m *model) startLive() tea.Cmd {
 func (m *model) startBreak() tea.Cmd {
 	st := m.step()
 	if st.BreakWith == "" {
-		m.msg = "no canned scenario breaks this step on one Redis"
+		m.msg = unbreakable(st)
 		return nil
 	}
 	m.stopSession()
@@ -256,4 +257,19 @@ func (m *model) finishBreak(rep *sim.Report, err error) {
 	default:
 		m.msg = fmt.Sprintf("%s held under %s this time", stepName(st), st.BreakWith)
 	}
+}
+
+// unbreakable says why b plays nothing on st: a step whose row of the matrix is clear cannot be
+// broken, and its Fixes say why.
+func unbreakable(st *steps.Step) string {
+	for _, ks := range st.Expect {
+		if len(ks) > 0 {
+			return fmt.Sprintf("no canned scenario breaks %s on one Redis", stepName(st))
+		}
+	}
+	why := st.Fixes
+	if st.NoLock && why != "" {
+		why = "it takes no lock: " + strings.ToLower(why[:1]) + why[1:]
+	}
+	return fmt.Sprintf("%s cannot be broken: every scenario passes (its row of the matrix is all ✓) — %s", upper(stepName(st)), why)
 }

@@ -8,12 +8,13 @@ import (
 )
 
 // timeline draws the arena's lanes: a ruler, the lock server's lane and one lane per buyer, time
-// running left to right up to now. It has no keys of its own yet.
+// running left to right up to now; in rewind (rewind.go), a marker column at the cursor.
 type timeline struct {
 	a       *arena
 	w, rows int   // columns, and lines for buyer lanes at most
 	keep    []int // buyers to show first when not all fit: those a sentence on screen names
 	buf     []column
+	cur     int // the rewind cursor's column, -1 if none is drawn
 }
 
 // SetSize gives the timeline w columns and rows lines for buyer lanes.
@@ -30,7 +31,7 @@ const (
 func (t *timeline) View() []string {
 	a := t.a
 	cols := min(max(t.w-labelW-statusW, 10), ringN)
-	nowB := a.bucket(a.now)
+	nowB, cur := a.window(cols) // in rewind, the view around the cursor
 	lanes, hidden := t.pick(nowB - int64(cols) + 1)
 	// Marks made at the last instant spill past now: leave them the columns they need.
 	tail := spillPast(a.lock, nowB)
@@ -38,10 +39,18 @@ func (t *timeline) View() []string {
 		tail = max(tail, spillPast(l, nowB))
 	}
 	first := max(0, nowB+int64(tail)-int64(cols)+1)
+	t.cur = -1
+	if cur >= first && cur < first+int64(cols) {
+		t.cur = int(cur - first)
+	}
 	out := []string{t.ruler(first, cols)}
 	// The lock lane's status says what the LOCK line says: the latest reading, while there is one.
 	owner, held := a.owner, a.owner != 0
-	if a.read && !a.done {
+	switch {
+	case a.rw != nil: // the lock at the cursor
+		owner = a.hist.at(a.rw.at).owner
+		held = owner != 0
+	case a.read && !a.done && !a.multi():
 		owner, held = a.lk.st.Owner, a.lk.st.Held
 	}
 	lockStatus := "free"
@@ -180,6 +189,9 @@ func (t *timeline) ruler(first int64, cols int) string {
 			}
 			c += len(lbl)
 		}
+	}
+	if t.cur >= 0 && t.cur < cols {
+		buf[t.cur] = '▼'
 	}
 	return sDim.Render(fmt.Sprintf("%-*s%s", labelW, "time", string(buf)))
 }

@@ -172,16 +172,18 @@ func TestTmuxBadFlag(t *testing.T) {
 // issue 9's for the new steps 10, 12 and 14: the first screen of the arena shows the lock's owner
 // and its TTL; after b, the step broke, every buyer the verdict names has its lane on screen, and
 // the hand-off names the step whose row of the matrix clears what broke this one (worked out here
-// from the catalog), or says that none does. TMUX_STEPS=10,12 runs only those.
+// from the catalog), or says that none does; and for step 15, issue 10's: b plays its restart with
+// a line per lock node. TMUX_STEPS=10,12 runs only those.
 func TestTmux80x24(t *testing.T) {
 	needTmux(t)
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("-short: the tmux test builds and runs the binary")
 	}
 	bin := buildLab(t)
-	lockRe := regexp.MustCompile(`(?m)^LOCK owner buyer (\d+) · TTL \d+\.\d\ds left`)
+	// a quorum lock (15) says its majority on the LOCK line, and each node's holder and TTL below
+	lockRe := regexp.MustCompile(`(?m)^LOCK owner buyer (\d+) · (TTL \d+\.\d\ds left|a majority: \d of 3 nodes\s.*\n  lock-\d buyer \d+ · TTL \d+\.\d\ds left)`)
 	last := lastNumber(catalog.Steps)
-	for _, n := range []int{4, 5, 9, 10, 12, 14} {
+	for _, n := range []int{4, 5, 9, 10, 12, 14, 15} {
 		if only := os.Getenv("TMUX_STEPS"); only != "" && !slices.Contains(strings.Split(only, ","), fmt.Sprint(n)) {
 			continue
 		}
@@ -279,4 +281,54 @@ func (l *tmuxLab) waitForRe(d time.Duration, re *regexp.Regexp) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestTmuxQuorumRewind is issue 10's "Done when" for step 15 on the real binary at 80×24: b plays
+// the restart, the lock panel has a line per node, and rewind walks to the moment buyer 2 holds a
+// majority while buyer 1 still holds a node (the second majority); then live buyers are held with
+// space, rewound, and space leaves rewind.
+func TestTmuxQuorumRewind(t *testing.T) {
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary")
+	}
+	bin := buildLab(t)
+	l := startTmux(t, bin, "80", "24", "-speed", "5")
+	l.waitFor(15*time.Second, "Step 1/")
+	l.send("1", "5")
+	l.waitFor(5*time.Second, "Step 15/")
+	l.send("b")
+	s := l.waitFor(60*time.Second, "step 15 broke under restart", "q quit")
+	for _, want := range []string{"lock-1 ", "lock-2 ", "lock-3 ", "restarted without persistence", "✗ overlap"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("after b the pane lacks %q:\n%s", want, s)
+		}
+	}
+	l.send(",", "Home")
+	l.waitFor(5*time.Second, "◀▶ 1/")
+	second := regexp.MustCompile(`buyer 2 holds 2 of 3 nodes: a majority`)
+	for i := 0; i < 80 && !second.MatchString(strings.Join(strings.Fields(l.screen()), " ")); i++ {
+		l.send(".")
+		time.Sleep(60 * time.Millisecond)
+	}
+	s = l.settled(5 * time.Second)
+	flat := strings.Join(strings.Fields(s), " ")
+	if !second.MatchString(flat) || !strings.Contains(s, "▼") || !regexp.MustCompile(`lock-\d buyer 1 `).MatchString(s) ||
+		!strings.Contains(flat, "LOCK owner buyer 2 · a majority: 2 of 3 nodes") {
+		t.Errorf("rewind does not show the second majority (buyer 2 on 2 nodes, buyer 1 still on one):\n%s", s)
+	}
+	l.send("Enter") // nothing: enter is not an arena key
+	l.send("r")
+	l.waitFor(10*time.Second, "▶ live buyers")
+	l.send("Space")
+	l.waitFor(5*time.Second, "PAUSED", ",/. rewind")
+	l.send(",")
+	l.waitFor(5*time.Second, "◀▶", "▼")
+	l.send("Space")
+	s = l.waitFor(5*time.Second, "orders resumed")
+	if strings.Contains(s, "◀▶") {
+		t.Errorf("space resumed the orders but left rewind on:\n%s", s)
+	}
+	l.send("q")
+	l.waitFor(15*time.Second, "LAB-EXITED=0")
 }
