@@ -43,7 +43,8 @@ type Arena struct {
 	onEvent  func(Event)
 	inv      *redis.Client // uncounted: stocks the shelf, stamps, reads back
 	nodes    []*nodeEye
-	prio     *priority // the greedy scenario's head start
+	prio     *priority  // the greedy scenario's head start
+	idle     *idleProbe // the allowance of each idle gap
 
 	mu       sync.Mutex // guards the referee's state below, procs and the orders
 	procs    []*process
@@ -84,7 +85,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		return nil, fmt.Errorf("sim: stocking the shelf: %w", err)
 	}
 	a.ref = newReferee(cfg.Stock)
-	a.ref.waits.grace = cfg.Timing.TTL / 40
+	a.ref.waits.grace = cfg.Timing.TTL / 80
 	for i, n := range cfg.Env.Nodes() {
 		w, err := n.Watch(a.lockKey)
 		if err != nil {
@@ -94,6 +95,8 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		}
 		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, owners: map[string]int{}})
 	}
+	a.idle = newIdleProbe(a, a.nodes[0])
+	a.ref.waits.kick = a.idle.kick
 	return a, nil
 }
 
@@ -322,6 +325,7 @@ func (a *Arena) Report(ctx context.Context, sc steps.Scenario) *Report {
 	if timedOut == "" {
 		st = a.probe(ctx)
 	}
+	a.idle.settle(a.t.TTL)
 	final, err := a.inv.Get(ctx, a.stockKey).Int()
 	if err != nil {
 		final = -1
@@ -340,6 +344,7 @@ func (a *Arena) Close() {
 		p.close()
 	}
 	a.prio.close()
+	a.idle.close()
 	ctx := context.Background()
 	a.inv.Del(ctx, a.stockKey, a.seqKey, a.fenceKey)
 	for _, e := range a.nodes {

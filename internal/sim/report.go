@@ -23,7 +23,9 @@ type Report struct {
 	LostSales        []Rejection  `json:"lost_sales"`
 	ReentryFailures  []Reentry    `json:"reentry_failures"`
 	Starvations      []Starve     `json:"starvations"`
-	IdleShare        float64      `json:"idle_share"` // the share of the time the lock sat free after a release while a buyer waited for it
+	IdleShare        float64      `json:"idle_share"`      // the time the lock sat idle while buyers waited, the longest gap aside, as a share of the time from the first release to the last
+	IdleReleases     int          `json:"idle_releases"`   // releases after which the lock sat free longer than a woken waiter needs
+	WaitedReleases   int          `json:"waited_releases"` // releases a buyer waited across
 	StuckOwner       int          `json:"stuck_owner,omitempty"`
 	Stuck            bool         `json:"stuck"`
 	FailedOver       bool         `json:"failed_over"`
@@ -112,8 +114,9 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, st stuckState, 
 	if len(r.waits.starved) > 0 {
 		found[steps.Starved] = r.waits.starved[0].String()
 	}
+	rep.IdleReleases, rep.WaitedReleases = r.waits.idleGaps()
 	if rep.IdleShare > steps.IdleLimit {
-		found[steps.Idle] = idleSentence(rep.IdleShare)
+		found[steps.Idle] = idleSentence(rep.IdleShare, rep.IdleReleases, rep.WaitedReleases)
 	}
 	judged := map[steps.Kind]bool{}
 	for _, k := range steps.Judges[sc] {
@@ -245,7 +248,7 @@ func (rep *Report) Text() string {
 		}
 	}
 	if judged(steps.Idle) {
-		fmt.Fprintf(&b, "  the lock sat free for %.1f%% of the time while buyers waited for it (limit %.0f%%)\n", 100*rep.IdleShare, 100*steps.IdleLimit)
+		fmt.Fprintf(&b, "  the lock sat free for %.1f%% of the time while buyers waited for it, the longest gap aside (limit %.0f%%); idle after %d of %d releases\n", 100*rep.IdleShare, 100*steps.IdleLimit, rep.IdleReleases, rep.WaitedReleases)
 	}
 	var also []steps.Kind
 	for _, k := range rep.Found {

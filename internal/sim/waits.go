@@ -11,21 +11,31 @@ import (
 // waiting inside Lock (starved), from the Lock calls it saw pass, and how long the lock sat free
 // while someone waited for it (idle), from the lock on the first node.
 //
-// Idle is the gaps from the moment the lock key vanished (released, expired, lost) to the moment
-// one appeared again, counted when a buyer had been waiting inside Lock since before it vanished,
-// as a share of the time from the first vanishing to the last. Both ends are read by the watcher
-// in the node's own order of commands. A waiter asleep in a back-off makes those gaps long; a
-// spinner or a woken subscriber makes them a round trip or two; a buyer refused at once never
-// waits across a release, so a lock that does not wait is never idle.
+// Idle is read from the gaps from the moment the lock key vanished (released, expired, lost) to
+// the moment one appeared again, those a buyer waited across (it was inside Lock since before the
+// key vanished). Both ends are read by the watcher in the node's own order of commands. A gap is
+// idle when it outlasted its allowance: the grace, or idleAllowanceX times what the idle probe
+// needed to reach the node after the same release, whichever is longer (a loaded machine slows a
+// prompt waiter; it does not make a sleeping one prompt). The run's idle share is the idle gaps'
+// time, the longest one aside, as a share of the time from the first vanishing to the last. A
+// waiter asleep in a back-off leaves gap after gap idle; a spinner or a woken subscriber ends them
+// within a round trip or two, and a stall the probe did not share (one a run at most, in the
+// calibration) is the one set aside; a buyer refused at once never waits across a release, so a
+// lock that does not wait is never idle.
 type waits struct {
-	calls     map[*call]*waiting // Lock calls under way
-	freedAt   time.Duration      // when the lock key vanished; -1 while it exists
-	firstFree time.Duration      // -1 before any
-	lastFree  time.Duration
-	idle      time.Duration
-	grace     time.Duration // a gap this short is a prompt waiter's time to notice and ask: not idle
-	starved   []Starve
+	calls   map[*call]*waiting // Lock calls under way
+	freedAt time.Duration      // when the lock key vanished; -1 while it exists
+	first   time.Duration      // when it first vanished; -1 before
+	last    time.Duration      // when it last vanished
+	gaps    []gap
+	probes  map[time.Duration]time.Duration // release time → the idle probe's delay after it
+	kick    func(at time.Duration)          // starts the idle probe for a release; nil: none
+	grace   time.Duration                   // a gap this short is a prompt waiter's time to notice and ask: not idle
+	starved []Starve
 }
+
+// gap is a stretch the lock sat free while a buyer waited inside Lock.
+type gap struct{ from, length time.Duration }
 
 // waiting is a Lock call under way: how many acquisitions by later askers it has seen, and its
 // entry in starved once it starves.
@@ -42,7 +52,7 @@ type Starve struct {
 }
 
 func newWaits() waits {
-	return waits{calls: map[*call]*waiting{}, freedAt: -1, firstFree: -1}
+	return waits{calls: map[*call]*waiting{}, freedAt: -1, first: -1, probes: map[time.Duration]time.Duration{}}
 }
 
 func (w *waits) began(c *call) {
@@ -85,10 +95,18 @@ func (w *waits) freed(now time.Duration) {
 		return
 	}
 	w.freedAt = now
-	if w.firstFree < 0 {
-		w.firstFree = now
+	if w.first < 0 {
+		w.first = now
 	}
-	w.lastFree = now
+	w.last = now
+	if w.kick != nil {
+		w.kick(now)
+	}
+}
+
+// probed notes the idle probe's delay after the release at at.
+func (w *waits) probed(at, d time.Duration) {
+	w.probes[at] = d
 }
 
 // taken notes that a lock key appeared at now: the gap since it vanished was idle if a buyer had
@@ -99,27 +117,49 @@ func (w *waits) taken(now time.Duration) {
 	}
 	for c := range w.calls {
 		if c.began < w.freedAt {
-			if gap := now - w.freedAt; gap > w.grace {
-				w.idle += gap
-			}
+			w.gaps = append(w.gaps, gap{from: w.freedAt, length: now - w.freedAt})
 			break
 		}
 	}
 	w.freedAt = -1
 }
 
-// idleShare is the idle gaps' share of the time from the first vanishing to the last.
+// idleShare is the idle gaps' time, the longest aside, as a share of the time from the first
+// vanishing to the last.
 func (w *waits) idleShare() float64 {
-	if span := w.lastFree - w.firstFree; span > 0 {
-		return float64(w.idle) / float64(span)
+	span := w.last - w.first
+	if span <= 0 {
+		return 0
 	}
-	return 0
+	var sum, longest time.Duration
+	for _, g := range w.gaps {
+		if w.idle(g) {
+			sum += g.length
+			longest = max(longest, g.length)
+		}
+	}
+	return float64(sum-longest) / float64(span)
+}
+
+// idle tells whether gap g outlasted its allowance.
+func (w *waits) idle(g gap) bool {
+	return g.length > max(w.grace, idleAllowanceX*w.probes[g.from])
+}
+
+// idleGaps counts the gaps a buyer waited across, and those of them that were idle.
+func (w *waits) idleGaps() (idle, of int) {
+	for _, g := range w.gaps {
+		if w.idle(g) {
+			idle++
+		}
+	}
+	return idle, len(w.gaps)
 }
 
 func (s Starve) String() string {
 	return fmt.Sprintf("buyer %d waited inside Lock while buyers that asked after it got the lock %d times", s.Buyer, s.Passed)
 }
 
-func idleSentence(share float64) string {
-	return fmt.Sprintf("the lock sat free for %.0f%% of the time while buyers waited for it: they were asleep when it was released", 100*share)
+func idleSentence(share float64, idle, of int) string {
+	return fmt.Sprintf("the lock sat free for %.0f%% of the time while buyers waited for it (after %d of %d releases, longer than a woken buyer needs): they were asleep when it was released", 100*share, idle, of)
 }

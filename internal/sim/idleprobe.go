@@ -1,0 +1,76 @@
+package sim
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// idleProbe measures, at each release of the lock on the first node, how long a waiter woken at
+// that instant needs on this machine, right now, to reach the node: a goroutine woken through a
+// channel sleeps one simulated round trip, waits for the node's turn behind the commands already
+// queued for it (spinners' retries), and PINGs the node. Hazard: idle is judged in wall
+// time, and a CPU shared with other work delays a prompt waiter (woken by a publish, say) by as
+// much as a short back-off sleeps; the probe, delayed by the same machine at the same moment, is
+// the allowance that keeps a starved process from being read as a sleeping waiter.
+type idleProbe struct {
+	a       *Arena
+	node    *nodeEye
+	kicks   chan time.Duration // the release times to probe, on the arena's clock
+	done    chan struct{}
+	pending atomic.Int32 // kicks not yet answered
+}
+
+// idleAllowanceX is how many probe delays a gap may last before it counts as idle: a woken
+// waiter's way to the lock is the wake itself (a publish read off its socket, or its own timer),
+// its goroutine, and a script that may take two round trips (EVALSHA refused, then EVAL), where
+// the probe makes one hop and one PING. Measured on a loaded machine, the fair queue's (14) gaps
+// ran up to 4 probe delays.
+const idleAllowanceX = 4
+
+func newIdleProbe(a *Arena, node *nodeEye) *idleProbe {
+	pr := &idleProbe{a: a, node: node, kicks: make(chan time.Duration, 256), done: make(chan struct{})}
+	go pr.loop()
+	return pr
+}
+
+// kick asks for a probe of the release at at. It never blocks (its caller holds the arena's
+// lock); a kick that finds the queue full is dropped, and its gap is judged by the grace alone.
+func (pr *idleProbe) kick(at time.Duration) {
+	pr.pending.Add(1)
+	select {
+	case pr.kicks <- at:
+	default:
+		pr.pending.Add(-1)
+	}
+}
+
+func (pr *idleProbe) loop() {
+	defer close(pr.done)
+	for at := range pr.kicks {
+		time.Sleep(pr.a.t.RTT)
+		pr.node.turn.Lock()
+		pr.node.node.Admin().Ping(context.Background())
+		pr.node.turn.Unlock()
+		d := pr.a.Since() - at
+		pr.a.mu.Lock()
+		pr.a.ref.waits.probed(at, d)
+		pr.a.mu.Unlock()
+		pr.pending.Add(-1)
+	}
+}
+
+// settle waits, for at most limit, until every kick has its answer: a report judges idle with
+// the allowances of every release it counts.
+func (pr *idleProbe) settle(limit time.Duration) {
+	end := time.Now().Add(limit)
+	for pr.pending.Load() > 0 && time.Now().Before(end) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// close stops the probe; the arena's lock must not be held.
+func (pr *idleProbe) close() {
+	close(pr.kicks)
+	<-pr.done
+}
