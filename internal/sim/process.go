@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -35,6 +36,7 @@ type process struct {
 	frozen   outage          // the whole process stops (a stop-the-world pause)
 	cut      outage          // its links to the lock nodes are down (a partition); the inventory's are not
 	blocked  []chan struct{} // per lock node: open (closed) unless a scenario keeps this process off it
+	refused  []bool          // per lock node: its commands there fail at once (the node is down for it)
 	skew     time.Duration   // how far its wall clock runs ahead (Proc.Now)
 	conns    map[*procConn]struct{}
 	armed    Fault         // a fault waiting for its moment
@@ -64,6 +66,7 @@ func newProcess(a *Arena, n int) *process {
 		open := make(chan struct{})
 		close(open)
 		p.blocked = append(p.blocked, open)
+		p.refused = append(p.refused, false)
 		o := node.Options()
 		o.MaxRetries = 3
 		c := redis.NewClient(o)
@@ -97,6 +100,22 @@ func (p *process) block(i int) (unblock func()) {
 	var once sync.Once
 	return func() { once.Do(func() { close(c) }) }
 }
+
+// refuse makes lock node i refuse the process's commands at once, as a node that is down for it
+// (a connection refused), until the returned function is called.
+func (p *process) refuse(i int) (restore func()) {
+	p.mu.Lock()
+	p.refused[i] = true
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.refused[i] = false
+		p.mu.Unlock()
+	}
+}
+
+// errRefused is what a command to a lock node that refuses the process answers.
+var errRefused = errors.New("sim: connection refused: the lock node is down for this process")
 
 // spawn is Proc.Go: the goroutine belongs to the process and ends with it.
 func (p *process) spawn(f func(ctx context.Context)) {
@@ -287,6 +306,10 @@ func (p *process) network(ctx context.Context, node int) error {
 			return err
 		}
 		p.mu.Lock()
+		if p.refused[node] {
+			p.mu.Unlock()
+			return errRefused
+		}
 		b := p.blocked[node]
 		p.mu.Unlock()
 		select {

@@ -119,12 +119,14 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		// node 1 was one of the only two it holds. A second buyer comes once the node is back;
 		// the holder stays inside until the second is inside too, and the second until the
 		// holder is done.
-		// The lease is 8 × TTL: the lock is forgotten, not expired. From the restart until the
+		// The lease is 16 × TTL: the lock is forgotten, not expired. From the restart until the
 		// holder's stock write, the holder's lock commands are held back (a network that is slow
 		// while the node comes back), so a lease guard's renewal cannot land on the empty node
-		// before the second buyer is in: a restart that takes long on a loaded machine only makes
-		// the run longer. The lease stays well longer than that hold-up.
-		p.restart, p.ttlX = true, 8
+		// before the second buyer is in: a restart that takes long on a loaded machine (a
+		// container's takes 1–2 s) only makes the run longer. The lease stays well longer than
+		// that hold-up. The node the holder misses refuses it at once, so its lock does not wait
+		// out a quorum lock's per-node timeout.
+		p.restart, p.ttlX = true, 16
 		first := buyerPlan{holdBy: 2, until: EvEnter, miss: true}
 		second := held(0)
 		second.anchor = restarted
@@ -199,7 +201,7 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		}
 		p.skew = b.skew
 		if b.miss && len(p.lock) >= 3 {
-			unblock := p.block(len(p.lock) - 1)
+			unblock := p.refuse(len(p.lock) - 1)
 			entered := sig.get(p.n, EvEnter)
 			go func() {
 				defer unblock()
