@@ -92,10 +92,11 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		p.buyers = []buyerPlan{first, later(T / 10), later(T / 5)}
 	case steps.Failover:
 		// The holder stays inside until the second buyer, on the promoted replica, is inside
-		// too; the second stays until the holder is done. The lease is 4 × TTL: the lock is
-		// lost, not expired, and a lease guard's next renewal must not come before the second
-		// buyer is in.
-		p.failover, p.ttlX = true, 4
+		// too; the second stays until the holder is done. The lease is 16 × TTL: the lock is
+		// lost, not expired. The failover runs inside the holder's lock command, and a lease
+		// guard's clock runs meanwhile: a container's failover took 1.45 s on a loaded machine,
+		// past a 4 × TTL lease, and the guard stopped the holder before it was inside.
+		p.failover, p.ttlX = true, 16
 		p.buyers = []buyerPlan{{holdBy: 2, until: EvEnter}, held(T / 10)}
 	case steps.Partition:
 		// The holder's link to the lock server goes down inside its work, until the second
