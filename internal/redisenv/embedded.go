@@ -140,6 +140,9 @@ func (n *embNode) CanFailover() bool { return true }
 // CanRestart is true: the lab started this node.
 func (n *embNode) CanRestart() bool { return true }
 
+// Outage is short: an in-process restart or promotion takes well under a millisecond.
+func (n *embNode) Outage() time.Duration { return 10 * time.Millisecond }
+
 // HoldReplication stops the feed: the replica keeps what it has and hears nothing more.
 func (n *embNode) HoldReplication() {
 	n.feedMu.Lock()

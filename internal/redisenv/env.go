@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -55,6 +56,9 @@ type Node interface {
 	Failover(ctx context.Context) error
 	// CanRestart reports whether the lab may restart the node (it owns the server).
 	CanRestart() bool
+	// Outage is the longest a Failover or Restart of the node was measured to take on a loaded
+	// machine: a scenario that stages one gives its holder's lease room for it.
+	Outage() time.Duration
 	// Restart restarts the node's primary without persistence: every connection to it breaks,
 	// and it comes back at the same address having forgotten every key (its replica, if any,
 	// follows it empty). Hazard: this is what a lock loses to a restart that has no fsync.

@@ -31,6 +31,8 @@ type redisServer interface {
 	restart(ctx context.Context) error
 	// remove kills the server and removes what it leaves behind (a temp dir, a container).
 	remove(ctx context.Context) error
+	// outage is the longest its kill or restart was measured to take on a loaded machine.
+	outage() time.Duration
 }
 
 // redisArgs are the flags every redis-server of the server and container backends runs with,
@@ -156,6 +158,9 @@ func (n *replNode) CanFailover() bool { return true }
 
 // CanRestart is true: the lab started this node.
 func (n *replNode) CanRestart() bool { return true }
+
+// Outage is the primary's: failover and restart both wait for its kill or restart.
+func (n *replNode) Outage() time.Duration { return n.primary.outage() }
 
 // Watch watches key through the node's keyspace events (see notifyWatcher). It checks that the
 // primary publishes them: a node that did not would look unchanged to the referee for ever.

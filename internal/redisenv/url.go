@@ -99,6 +99,7 @@ func (n urlNode) Hook() redis.Hook        { return nil }
 func (n urlNode) Admin() *redis.Client    { return n.u.admin }
 func (n urlNode) CanFailover() bool       { return false }
 func (n urlNode) CanRestart() bool        { return false }
+func (n urlNode) Outage() time.Duration   { return 0 }
 func (n urlNode) HoldReplication()        {}
 func (n urlNode) Failover(ctx context.Context) error {
 	return errors.New("redisenv: the url backend is a single existing server; it cannot fail over")

@@ -92,11 +92,12 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		p.buyers = []buyerPlan{first, later(T / 10), later(T / 5)}
 	case steps.Failover:
 		// The holder stays inside until the second buyer, on the promoted replica, is inside
-		// too; the second stays until the holder is done. The lease is 16 × TTL: the lock is
-		// lost, not expired. The failover runs inside the holder's lock command, and a lease
-		// guard's clock runs meanwhile: a container's failover took 1.45 s on a loaded machine,
-		// past a 4 × TTL lease, and the guard stopped the holder before it was inside.
-		p.failover, p.ttlX = true, 16
+		// too; the second stays until the holder is done. The lease is 4 × TTL, and at least
+		// three times the backend's outage (Run): the lock is lost, not expired. The failover
+		// runs inside the holder's lock command, and a lease guard's clock runs meanwhile: a
+		// container's failover took 1.45 s on a loaded machine, past a 4 × TTL lease, and the
+		// guard stopped the holder before it was inside.
+		p.failover, p.ttlX = true, 4
 		p.buyers = []buyerPlan{{holdBy: 2, until: EvEnter}, held(T / 10)}
 	case steps.Partition:
 		// The holder's link to the lock server goes down inside its work, until the second
@@ -120,22 +121,24 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		// node 1 was one of the only two it holds. A second buyer comes once the node is back;
 		// the holder stays inside until the second is inside too, and the second until the
 		// holder is done.
-		// The lease is 16 × TTL: the lock is forgotten, not expired. From the restart until the
-		// holder's stock write, the holder's lock commands are held back (a network that is slow
-		// while the node comes back), so a lease guard's renewal cannot land on the empty node
-		// before the second buyer is in: a restart that takes long on a loaded machine (a
-		// container's takes 1–2 s) only makes the run longer. The lease stays well longer than
-		// that hold-up. The node the holder misses refuses it at once, so its lock does not wait
-		// out a quorum lock's per-node timeout.
-		p.restart, p.ttlX = true, 16
+		// The lease is 4 × TTL, and at least three times the backend's outage (Run): the lock
+		// is forgotten, not expired. From the restart until the holder's stock write, the
+		// holder's lock commands are held back (a network that is slow while the node comes
+		// back), so a lease guard's renewal cannot land on the empty node before the second
+		// buyer is in: a restart that takes long on a loaded machine only makes the run longer,
+		// as long as the lease outlasts it. The node the holder misses refuses it at once, so
+		// its lock does not wait out a quorum lock's per-node timeout.
+		p.restart, p.ttlX = true, 4
 		first := buyerPlan{holdBy: 2, until: EvEnter, miss: true}
 		second := held(0)
 		second.anchor = restarted
 		p.buyers = []buyerPlan{first, second}
 	case steps.ClockSkew:
 		// A second process whose clock runs 3 × TTL ahead asks while the holder works; the
-		// holder stays inside until it has got in, been refused, or found the lock taken.
-		first := buyerPlan{holdBy: 2, until: settled}
+		// holder stays inside until it has got in or finished, or for a quarter TTL after it
+		// found the lock taken: time for a takeover it decides on (a GETSET of a lock that its
+		// clock calls expired) to land, on a backend whose round trip is long too.
+		first := buyerPlan{holdBy: 2, until: looked}
 		second := held(T / 10)
 		second.skew = 3 * T
 		p.buyers = []buyerPlan{first, second}
@@ -170,6 +173,13 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	cfg.Stock = pl.stock
 	cfg.Timing.Work *= time.Duration(pl.workX)
 	cfg.Timing.TTL *= time.Duration(pl.ttlX)
+	if pl.failover || pl.restart {
+		// The holder's lease, and a lease guard's clock, run while the backend fails over or
+		// restarts: the lease outlasts the longest that was measured three times over.
+		out := cfg.Env.Nodes()[0].Outage()
+		cfg.Timing.TTL = max(cfg.Timing.TTL, 3*out)
+		pl.deadline += 3 * out
+	}
 	sig := newSignals(len(pl.buyers))
 	user := cfg.OnEvent
 	cfg.OnEvent = func(e Event) {
@@ -255,6 +265,8 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		switch {
 		case b.holdBy == -1:
 			hold = sig.allBut(p.n, settled)
+		case b.until == looked:
+			hold = sig.looked(rctx, b.holdBy, cfg.Timing.TTL/4)
 		case b.holdBy != 0:
 			hold = sig.get(b.holdBy, b.until)
 		case b.second:
@@ -449,6 +461,37 @@ func (s *signals) fire(buyer int, k EventKind) {
 		close(s.chanLocked(key))
 		s.closed[key] = true
 	}
+}
+
+// looked is a hold that lasts until the buyer has entered or finished, or for grace after it
+// found the lock taken (settled); it ends with ctx.
+const looked EventKind = "looked"
+
+// looked closes when buyer entered or finished, or grace after it settled, or when ctx ends.
+func (s *signals) looked(ctx context.Context, buyer int, grace time.Duration) <-chan struct{} {
+	c := make(chan struct{})
+	entered, done, settledC := s.get(buyer, EvEnter), s.get(buyer, EvDone), s.get(buyer, settled)
+	go func() {
+		defer close(c)
+		select {
+		case <-entered:
+			return
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-settledC:
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-entered:
+		case <-done:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}()
+	return c
 }
 
 // anchor closes when the first buyer enters the critical section, begins its work, or finishes.
