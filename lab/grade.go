@@ -103,7 +103,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 		if err := sameDir(dir); err != nil {
 			return err
 		}
-		stopOnSignal()
+		defer stopOnSignal()()
 		return gradeRow(learner, f, stdout, stderr)
 	}
 	p, err := inspectLearner(dir)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -241,4 +242,28 @@ func regexpLine(s, re string) bool {
 		}
 	}
 	return false
+}
+
+// TestTmuxDir opens the real lab with -dir on a copy of step 09: the learner's lock is the
+// picker's last line, its arena runs live buyers through it, and q gives the terminal back.
+func TestTmuxDir(t *testing.T) {
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary")
+	}
+	bin := buildLab(t)
+	dir, err := filepath.Abs(copyStep(t, "09_lua_unlock", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slug := "steps/" + filepath.Base(dir)
+	l := startTmux(t, bin, "160", "48", "-dir", dir, "-speed", "5")
+	// The lab is built with the learner's package first: a link of the whole lab.
+	l.waitFor(5*time.Minute, "Step 1/", "Your lock: "+slug)
+	l.send("End")
+	l.waitFor(5*time.Second, "side road: "+slug)
+	l.send("Enter")
+	l.waitFor(20*time.Second, "▶ live buyers", "LOCK owner buyer")
+	l.send("q")
+	l.waitFor(30*time.Second, "LAB-EXITED=0")
 }

@@ -60,10 +60,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "run":
-			stopOnSignal()
+			defer stopOnSignal()()
 			return runCmd(args[1:], stdout, stderr)
 		case "matrix":
-			stopOnSignal()
+			defer stopOnSignal()()
 			return matrixCmd(args[1:], stdout, stderr)
 		case "list":
 			return listCmd(args[1:], stdout)
@@ -138,15 +138,24 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 // stopOnSignal makes Ctrl-C (or a SIGTERM) during a headless command stop every Redis the lab
-// started and remove its keys before the process exits with status 130. Hazard: the terminal lab
-// must not use it — Bubble Tea reads Ctrl-C as a key and restores the terminal itself.
-func stopOnSignal() {
+// started and remove its keys before the process exits with status 130, until the returned stop
+// is called (when the command returns: its goroutine ends then). Hazard: the terminal lab must not
+// use it — Bubble Tea reads Ctrl-C as a key and restores the terminal itself.
+func stopOnSignal() (stop func()) {
 	sig := make(chan os.Signal, 1)
+	done := make(chan struct{})
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-sig
-		redisenv.CloseAll()
-		fmt.Fprintln(os.Stderr, "lab: interrupted; every Redis the lab started is stopped")
-		os.Exit(130)
+		select {
+		case <-sig:
+			redisenv.CloseAll()
+			fmt.Fprintln(os.Stderr, "lab: interrupted; every Redis the lab started is stopped")
+			os.Exit(130)
+		case <-done:
+		}
 	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
 }
