@@ -80,7 +80,9 @@ type gradeFlags struct {
 }
 
 // gradeCmd grades the package in the folder its one argument names: every scenario, its row, a
-// sentence per violation; an error (exit 1) when anything was violated or not judged.
+// sentence per violation; an error (exit 1) when anything was violated or not judged. Hazard: in
+// the lab as shipped it only checks and builds; the grading itself happens in the lab it builds,
+// which runs this same function with learner set.
 func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("grade", "lab grade [-nodes 1] [-redis embedded] [-json] DIR\n\n"+
 		"Grades the lock package in DIR (a folder inside this module, e.g. steps/mine: a copy of a step,\n"+
@@ -249,6 +251,8 @@ const overlayName = "zz_learner_overlay.go"
 
 // buildLearnerLab builds this lab with one more file, which registers p's package, into dir.
 // An error in p's package (or in how its New or Order meet the lab) is bad input, in one line.
+// Hazard: it links the whole lab (seconds with a warm build cache, minutes on a cold one), and
+// the overlay adds lab/zz_learner_overlay.go, a name no file of the lab may take.
 func buildLearnerLab(ctx context.Context, p *learnerPkg, nodes int, dir string) (string, error) {
 	order, src := "nil", "nil"
 	if p.hasOrder {
@@ -282,6 +286,8 @@ func init() {
 	bin := filepath.Join(dir, "lab")
 	cmd := exec.CommandContext(ctx, goTool(), "build", "-overlay", ov, "-o", bin, "./lab")
 	cmd.Dir = p.root
+	// The overlay names lab/ by p.root, symbolic links resolved: go must see the same path.
+	cmd.Env = append(os.Environ(), "PWD="+p.root)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		return bin, nil
