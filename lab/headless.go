@@ -76,14 +76,22 @@ func openBackend(name string, st *steps.Step) (redisenv.Env, error) {
 	return env, err
 }
 
-// runOnce plays sc against st on a fresh env of backend.
-func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
+// play plays sc against st on a fresh env of backend: every headless command (run, matrix,
+// grade) plays its cells through it, so they judge alike. A scenario the backend cannot stage is
+// sim.ErrCannotStage. It is a variable so that the documentation's test can play a cell once for
+// every command that shows it; hazard: anything else that replaces it changes every verdict.
+var play = func(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
 	env, err := openBackend(backend, st)
 	if err != nil {
 		return nil, err
 	}
 	defer env.Close()
-	rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+	return sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+}
+
+// runOnce plays sc against st on a fresh env of backend.
+func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
+	rep, err := play(st, sc, backend)
 	if errors.Is(err, sim.ErrCannotStage) {
 		return nil, usageError("%s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
@@ -164,14 +172,43 @@ func joinKinds(ks []steps.Kind) string {
 
 // cell is one entry of the matrix, as -json prints it. Skipped says why a cell was not played
 // (the backend lacks what its scenario needs); Unjudged lists the kinds the referee could not
-// judge, with Why.
+// judge, with Why; Explain is the referee's sentence for each violation.
 type cell struct {
-	Step       string       `json:"step"`
-	Scenario   string       `json:"scenario"`
-	Violations []steps.Kind `json:"violations"`
-	Skipped    string       `json:"skipped,omitempty"`
-	Unjudged   []steps.Kind `json:"unjudged,omitempty"`
-	Why        string       `json:"why,omitempty"`
+	Step       string        `json:"step"`
+	Scenario   string        `json:"scenario"`
+	Violations []steps.Kind  `json:"violations"`
+	Explain    []sim.Finding `json:"explain,omitempty"`
+	Skipped    string        `json:"skipped,omitempty"`
+	Unjudged   []steps.Kind  `json:"unjudged,omitempty"`
+	Why        string        `json:"why,omitempty"`
+}
+
+// playRow plays every scenario against st, one after the other, each on a fresh env of backend,
+// and returns its row of cells and how many of them have no verdict. A scenario the backend
+// cannot stage is a skipped cell, not an error.
+func playRow(st *steps.Step, backend string) (row []cell, incomplete int, err error) {
+	for _, sc := range steps.Scenarios {
+		rep, err := play(st, sc, backend)
+		c := cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
+		switch {
+		case errors.Is(err, sim.ErrCannotStage):
+			c.Skipped = strings.TrimPrefix(err.Error(), "sim: ")
+		case errors.Is(err, redisenv.ErrSingleNode):
+			c.Skipped = fmt.Sprintf("an existing server is one lock node, and %s needs %d", st.Slug, st.Nodes)
+		case errors.Is(err, errUsage):
+			return nil, 0, err // a bad backend name: one line, as the caller typed it
+		case err != nil:
+			return nil, 0, fmt.Errorf("%s under %s: %w", st.Slug, sc, err)
+		default:
+			c.Violations, c.Explain = rep.Violations, rep.Explain
+			if !rep.Complete() {
+				c.Unjudged, c.Why = rep.Unjudged, rep.Why()
+				incomplete++
+			}
+		}
+		row = append(row, c)
+	}
+	return row, incomplete, nil
 }
 
 // matrixCmd plays every scenario against every step and prints the table.
@@ -217,33 +254,11 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	var cells []cell
 	incomplete := 0
 	for _, st := range rows {
-		for _, sc := range steps.Scenarios {
-			c := cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
-			env, err := openBackend(*backend, st)
-			if errors.Is(err, redisenv.ErrSingleNode) {
-				c.Skipped = fmt.Sprintf("an existing server is one lock node, and %s needs %d", st.Slug, st.Nodes)
-				cells = append(cells, c)
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
-			env.Close()
-			switch {
-			case errors.Is(err, sim.ErrCannotStage):
-				c.Skipped = strings.TrimPrefix(err.Error(), "sim: ")
-			case err != nil:
-				return fmt.Errorf("%s under %s: %w", st.Slug, sc, err)
-			default:
-				c.Violations = rep.Violations
-				if !rep.Complete() {
-					c.Unjudged, c.Why = rep.Unjudged, rep.Why()
-					incomplete++
-				}
-			}
-			cells = append(cells, c)
+		row, n, err := playRow(st, *backend)
+		if err != nil {
+			return err
 		}
+		cells, incomplete = append(cells, row...), incomplete+n
 		if !*asJSON {
 			fmt.Fprint(stderr, ".")
 		}

@@ -6,6 +6,8 @@
 //	go run ./lab run -step 04 -scenario slow      one scenario, its report in words (-json)
 //	go run ./lab matrix                           the steps × scenarios table (-json)
 //	go run ./lab list steps|scenarios             the names, one per line, for scripts
+//	go run ./lab grade steps/mine                 your own lock against every scenario (see grade.go)
+//	go run ./lab -dir steps/mine                  the terminal lab, your lock as the picker's last line
 package main
 
 import (
@@ -29,16 +31,28 @@ func main() {
 	if err != nil {
 		redisenv.CloseAll()
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(os.Stderr, "lab:", unwrapUsage(err))
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "lab:", err)
-		os.Exit(1)
+	if code := exitCode(err); code != 0 {
+		var child *childExit
+		if !errors.As(err, &child) { // a lab built by grade has said why already
+			fmt.Fprintln(os.Stderr, "lab:", unwrapUsage(err))
+		}
+		os.Exit(code)
 	}
+}
+
+// exitCode is the exit status for what run returned: 0 for success or -h, 2 for bad input, the
+// status of a lab built by grade, 1 for anything else.
+func exitCode(err error) int {
+	var child *childExit
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.As(err, &child):
+		return child.code
+	}
+	return 1
 }
 
 // run dispatches the command line.
@@ -46,16 +60,24 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "run":
-			stopOnSignal()
+			defer stopOnSignal()()
 			return runCmd(args[1:], stdout, stderr)
 		case "matrix":
-			stopOnSignal()
+			defer stopOnSignal()()
 			return matrixCmd(args[1:], stdout, stderr)
 		case "list":
 			return listCmd(args[1:], stdout)
+		case "grade":
+			return gradeCmd(args[1:], stdout, stderr)
 		case "help":
 			return run([]string{"-h"}, stdout, stderr)
 		}
+	}
+	if dir, nodes, rest, ok, err := dirFlag(args); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return dirCmd(dir, nodes, rest, stdout, stderr)
 	}
 	return tuiCmd(args, stdout, stderr)
 }
@@ -85,8 +107,20 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args, turning a bad flag into a one-line usage error.
+// parse parses args, turning a bad flag into a one-line usage error; an argument left over is one.
 func parse(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q (see -h)", fs.Arg(0))
+	}
+	return nil
+}
+
+// parseFlags parses the flags of args up to the first argument that is not one, turning a bad
+// flag into a one-line usage error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
@@ -99,22 +133,29 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return err
 	case err != nil:
 		return usageError("%v (see -h)", err)
-	case fs.NArg() > 0:
-		return usageError("unexpected argument %q (see -h)", fs.Arg(0))
 	}
 	return nil
 }
 
 // stopOnSignal makes Ctrl-C (or a SIGTERM) during a headless command stop every Redis the lab
-// started and remove its keys before the process exits with status 130. Hazard: the terminal lab
-// must not use it — Bubble Tea reads Ctrl-C as a key and restores the terminal itself.
-func stopOnSignal() {
+// started and remove its keys before the process exits with status 130, until the returned stop
+// is called (when the command returns: its goroutine ends then). Hazard: the terminal lab must not
+// use it — Bubble Tea reads Ctrl-C as a key and restores the terminal itself.
+func stopOnSignal() (stop func()) {
 	sig := make(chan os.Signal, 1)
+	done := make(chan struct{})
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-sig
-		redisenv.CloseAll()
-		fmt.Fprintln(os.Stderr, "lab: interrupted; every Redis the lab started is stopped")
-		os.Exit(130)
+		select {
+		case <-sig:
+			redisenv.CloseAll()
+			fmt.Fprintln(os.Stderr, "lab: interrupted; every Redis the lab started is stopped")
+			os.Exit(130)
+		case <-done:
+		}
 	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
 }

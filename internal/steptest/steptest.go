@@ -20,17 +20,46 @@ import (
 )
 
 // Here returns the step whose folder is the current directory (go test runs in the package's own).
+// A folder the catalog does not list — a learner's copy of a step, which the catalog cannot import
+// without an edit — skips the test and names the command that grades it, so go test ./... stays
+// green with a learner's lock beside the steps. Hazard: under LAB_STRICT=1, where a pass is a
+// grade, that folder fails instead: a skip must not read as "no violation".
 func Here(t *testing.T) *steps.Step {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := catalog.Find(filepath.Base(wd))
-	if err != nil {
-		t.Fatal(err)
+	name, parent := filepath.Base(wd), filepath.Base(filepath.Dir(wd))
+	for _, st := range catalog.Steps {
+		// The folder itself, by its exact slug: a copy named "lua_unlock" or "09" is not step 09,
+		// and playing step 09 in its place would grade the wrong code.
+		if st.Slug == name && parent == "steps" {
+			return st
+		}
 	}
-	return st
+	grade := "go run ./lab grade " + filepath.ToSlash(fromModuleRoot(wd))
+	if os.Getenv("LAB_STRICT") == "1" {
+		t.Fatalf("%s is not a step of the catalog, so this test cannot grade it (LAB_STRICT=1): %s", name, grade)
+	}
+	t.Skipf("%s is not a step of the catalog: %s grades it against every scenario", name, grade)
+	return nil
+}
+
+// fromModuleRoot is dir relative to the folder of the go.mod above it, the folder go run ./lab
+// runs in; dir itself when there is none.
+func fromModuleRoot(dir string) string {
+	for root := filepath.Dir(dir); ; root = filepath.Dir(root) {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			if rel, err := filepath.Rel(root, dir); err == nil {
+				return rel
+			}
+			return dir
+		}
+		if filepath.Dir(root) == root {
+			return dir
+		}
+	}
 }
 
 // Run plays every scenario against st: a subtest per scenario, and inside it a subtest per

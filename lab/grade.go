@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+)
+
+// Grading a learner's lock. The lab cannot import a package it has never heard of, and a learner
+// should not have to edit the catalog to be graded. So "lab grade DIR" checks DIR's source
+// (inspectLearner), then builds this very lab again with one more file laid over it by
+// go build -overlay: a file that imports DIR's package and hands its New and Order to
+// registerLearner. That second lab runs the same command and, finding the learner's step
+// registered, plays it through the same code as "lab matrix" (playRow). "lab -dir DIR" opens the
+// terminal lab the same way, with the learner's lock as the picker's last line.
+
+// learner is the learner's step when this binary was built with their package laid over it;
+// nil in the lab as shipped. learnerDir is that package's folder, absolute.
+var (
+	learner    *steps.Step
+	learnerDir string
+)
+
+// registerLearner is what the overlaid file calls from its init: it makes the learner's package a
+// step of this binary's catalog, a side road at the end of the picker. order nil means the
+// package has no Order: steps.DefaultOrder (step 03's try/finally handler) places its orders.
+// src nil means it exports no Source: the code pane reads its folder. Hazard: it changes
+// catalog.Steps, which every command of this binary iterates — only a lab built by grade may
+// call it.
+func registerLearner(dir, slug string, nodes int, newFn func(steps.Proc) steps.Locker,
+	order func(context.Context, steps.Locker, steps.Shop) error, src fs.FS) {
+	if order == nil {
+		order = steps.DefaultOrder
+	}
+	if src == nil {
+		src = os.DirFS(dir)
+	}
+	learner = &steps.Step{
+		Slug: slug, Side: true, Nodes: nodes,
+		Title:   "Your lock: " + slug,
+		Claim:   "The lock in " + slug + ", played against every scenario as the steps are.",
+		Article: "yours",
+		Fixes:   "What you changed.",
+		Breaks:  "Whatever the referee finds: go run ./lab grade " + slug + " plays every scenario.",
+		Hint:    "Inject each fault into the holder, or grade it headless.",
+		Lesson:  "Read the referee's sentence, then find the step whose row of the matrix clears that kind.",
+		New:     newFn, Order: order, Source: src,
+	}
+	learnerDir = dir
+	catalog.Steps = append(catalog.Steps, learner)
+}
+
+// childExit is the exit status of a lab built by grade, which has printed its own error already.
+type childExit struct{ code int }
+
+func (e *childExit) Error() string {
+	return fmt.Sprintf("the lab built for grading exited with status %d", e.code)
+}
+
+// gradeFlags are grade's flags; -dir in the terminal lab takes -nodes too.
+type gradeFlags struct {
+	nodes   int
+	backend string
+	asJSON  bool
+}
+
+// gradeCmd grades the package in the folder its one argument names: every scenario, its row, a
+// sentence per violation; an error (exit 1) when anything was violated or not judged. Hazard: in
+// the lab as shipped it only checks and builds; the grading itself happens in the lab it builds,
+// which runs this same function with learner set.
+func gradeCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("grade", "lab grade [-nodes 1] [-redis embedded] [-json] DIR\n\n"+
+		"Grades the lock package in DIR (a folder inside this module, e.g. steps/mine: a copy of a step,\n"+
+		"changed). It must export "+wantNew+", and may export\n"+
+		wantOrder+" (without it, the lab's steps.DefaultOrder places the orders).\n"+
+		"Every scenario is played against it as the matrix plays the steps; exit 0 when nothing was\n"+
+		"violated, 1 when something was, 2 on bad input.", stderr)
+	var f gradeFlags
+	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets (Proc.Nodes): 3 for a quorum lock such as step 15's")
+	fs.StringVar(&f.backend, "redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the row as matrix -json does, each violation with its sentence")
+	dir, err := parseWithDir(fs, args)
+	if err != nil {
+		return err
+	}
+	if f.nodes < 1 || f.nodes > 9 {
+		return usageError("-nodes %d: want 1…9 lock nodes", f.nodes)
+	}
+	if learner != nil {
+		if err := sameDir(dir); err != nil {
+			return err
+		}
+		defer stopOnSignal()()
+		return gradeRow(learner, f, stdout, stderr)
+	}
+	p, err := inspectLearner(dir)
+	if err != nil {
+		return err
+	}
+	if p.readsNodes && f.nodes == 1 {
+		fmt.Fprintf(stderr, "lab: note: %s reads Proc.Nodes; with -nodes 1 there is one lock node (-nodes 3 for a quorum)\n", p.rel)
+	}
+	return runLearnerLab(p, f.nodes, append([]string{"grade"}, args...), stdout, stderr)
+}
+
+// parseWithDir parses fs's flags before and after the one folder argument, as a learner types
+// them either way round.
+func parseWithDir(fs *flag.FlagSet, args []string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if fs.NArg() == 0 {
+		return "", usageError("grade needs the folder of your lock's package, e.g. lab grade steps/mine (see -h)")
+	}
+	dir := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:]); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// sameDir checks that dir is the folder this lab was built to grade.
+func sameDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil || abs != learnerDir {
+		return usageError("this lab was built to grade %s, not %s", learner.Slug, dir)
+	}
+	return nil
+}
+
+// gradeRow plays every scenario against st through playRow, as lab matrix does, and prints the
+// row: a line per scenario, a sentence per violation, then the Markdown row to read beside the
+// README's matrix.
+func gradeRow(st *steps.Step, f gradeFlags, stdout, stderr io.Writer) error {
+	backend := f.backend
+	if backend == "" {
+		backend = "embedded"
+	}
+	if !f.asJSON {
+		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend, %d lock node(s)…\n", len(steps.Scenarios), st.Slug, backend, max(st.Nodes, 1))
+	}
+	row, incomplete, err := playRow(st, f.backend)
+	if err != nil {
+		return err
+	}
+	var broke []string
+	for _, c := range row {
+		if len(c.Violations) > 0 {
+			broke = append(broke, c.Scenario)
+		}
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(row); err != nil {
+			return err
+		}
+	} else {
+		printGrade(stdout, st, row)
+	}
+	switch {
+	case len(broke) > 0:
+		return fmt.Errorf("%s violated %d of %d scenarios: %s", st.Slug, len(broke), len(row), strings.Join(broke, ", "))
+	case incomplete > 0:
+		return fmt.Errorf("%s: %d scenarios have no verdict", st.Slug, incomplete)
+	}
+	return nil
+}
+
+// printGrade writes a graded row in words.
+func printGrade(w io.Writer, st *steps.Step, row []cell) {
+	width := 0
+	for _, sc := range steps.Scenarios {
+		width = max(width, len(sc))
+	}
+	fmt.Fprintf(w, "%s, every scenario (judged kinds in README.md's table of scenarios):\n", st.Slug)
+	for _, c := range row {
+		v := "✓"
+		switch {
+		case c.Skipped != "":
+			v = "skipped: " + c.Skipped
+		case len(c.Unjudged) > 0:
+			v = fmt.Sprintf("? no verdict on %s: %s", joinKinds(c.Unjudged), c.Why)
+		case len(c.Violations) > 0:
+			v = joinKinds(c.Violations)
+		}
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.Scenario, v)
+		for _, e := range c.Explain {
+			fmt.Fprintf(w, "  %-*s    %s: %s\n", width, "", e.Kind, e.Sentence)
+		}
+	}
+	fmt.Fprintf(w, "\nYour row of the matrix:\n\n%s", renderMatrix(row))
+}
+
+// runLearnerLab builds the lab with p laid over it and runs that lab with args, its output going
+// to stdout and stderr: its exit status is the command's. Ctrl-C reaches both (one process
+// group); a SIGTERM to this process is passed on. Either way the build is removed.
+func runLearnerLab(p *learnerPkg, nodes int, args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tmp, err := os.MkdirTemp("", "lockstep-grade-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(stderr, "lab: building the lab with %s (go build; the first time takes a while)…\n", p.rel)
+	bin, err := buildLearnerLab(ctx, p, nodes, tmp)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &childExit{code: 130}
+		}
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee) && ee.ExitCode() > 0:
+		return &childExit{code: ee.ExitCode()}
+	case ctx.Err() != nil:
+		return &childExit{code: 130}
+	}
+	return fmt.Errorf("running the lab built with %s: %w", p.rel, err)
+}
+
+// overlayName is the file the overlay adds to this package: it must not exist on disk.
+const overlayName = "zz_learner_overlay.go"
+
+// buildLearnerLab builds this lab with one more file, which registers p's package, into dir.
+// An error in p's package (or in how its New or Order meet the lab) is bad input, in one line.
+// Hazard: it links the whole lab (seconds with a warm build cache, minutes on a cold one), and
+// the overlay adds lab/zz_learner_overlay.go, a name no file of the lab may take.
+func buildLearnerLab(ctx context.Context, p *learnerPkg, nodes int, dir string) (string, error) {
+	order, src := "nil", "nil"
+	if p.hasOrder {
+		order = "yourlock.Order"
+	}
+	if p.hasSource {
+		src = "yourlock.Source"
+	}
+	code := fmt.Sprintf(`// Code generated by lab grade; DO NOT EDIT.
+
+package main
+
+import yourlock %q
+
+func init() {
+	registerLearner(%q, %q, %d, yourlock.New, %s, %s)
+}
+`, p.importPath, p.abs, p.rel, nodes, order, src)
+	gen := filepath.Join(dir, overlayName)
+	if err := os.WriteFile(gen, []byte(code), 0o644); err != nil {
+		return "", err
+	}
+	overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(p.root, "lab", overlayName): gen}})
+	if err != nil {
+		return "", err
+	}
+	ov := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "lab")
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-overlay", ov, "-o", bin, "./lab")
+	cmd.Dir = p.root
+	// The overlay names lab/ by p.root, symbolic links resolved: go must see the same path.
+	cmd.Env = append(os.Environ(), "PWD="+p.root)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return bin, nil
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			lines = append(lines, relError(strings.TrimSpace(l), p.root))
+		}
+	}
+	msg := firstOfLines(strings.Join(lines, "\n"))
+	switch {
+	case strings.Contains(string(out), overlayName):
+		return "", usageError("%s's New or Order does not fit the lab (%s or %s): %s", p.rel, wantNew, wantOrder, msg)
+	case strings.Contains(string(out), p.rel+"/"), strings.Contains(string(out), p.importPath):
+		return "", usageError("%s does not build: %s; go build ./%s shows every error", p.rel, msg, p.rel)
+	}
+	return "", fmt.Errorf("go build of the lab with %s: %v: %s", p.rel, err, msg)
+}
+
+// goTool is the go command: the one on PATH, else the one of the toolchain that built the lab.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// dirFlag takes -dir DIR (and -nodes N) out of the terminal lab's arguments: ok when -dir was
+// there. The lab the learner's package is built into gets the rest.
+func dirFlag(args []string) (dir string, nodes int, rest []string, ok bool, err error) {
+	nodes = 1
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "dir" && name != "nodes") {
+			rest = append(rest, a)
+			continue
+		}
+		if !hasVal {
+			if i+1 == len(args) {
+				return "", 0, nil, false, usageError("flag needs an argument: -%s", name)
+			}
+			i++
+			val = args[i]
+		}
+		if name == "dir" {
+			dir, ok = val, true
+		} else if _, err := fmt.Sscan(val, &nodes); err != nil || nodes < 1 || nodes > 9 {
+			return "", 0, nil, false, usageError("-nodes %s: want 1…9 lock nodes", val)
+		}
+	}
+	if !ok && nodes != 1 {
+		return "", 0, nil, false, usageError("-nodes goes with -dir (your lock) or with grade")
+	}
+	return dir, nodes, rest, ok, nil
+}
+
+// dirCmd opens the terminal lab with the learner's lock in DIR as the picker's last line.
+func dirCmd(dir string, nodes int, rest []string, stdout, stderr io.Writer) error {
+	for _, a := range rest {
+		if a == "-h" || a == "-help" || a == "--help" {
+			return tuiCmd(rest, stdout, stderr)
+		}
+	}
+	p, err := inspectLearner(dir)
+	if err != nil {
+		return err
+	}
+	return runLearnerLab(p, nodes, rest, stdout, stderr)
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+)
+
+// learnerFolder makes an empty folder inside the module, beside the steps, as a learner would,
+// and removes it when the test ends. It returns its path from the lab's folder (the tests' working
+// directory), as a learner in lab/ would type it.
+func learnerFolder(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(filepath.Join("..", "steps"), "gradetest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// copyStep copies step slug's folder into a learner's folder, as module 7 asks a learner to, and
+// returns it. drop names files to leave out.
+func copyStep(t *testing.T, slug string, drop ...string) string {
+	t.Helper()
+	dir := learnerFolder(t)
+	src := filepath.Join("..", "steps", slug)
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() || slices.Contains(drop, e.Name()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// grade runs lab grade with args as main would and returns the exit status, stdout and stderr.
+func grade(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errw bytes.Buffer
+	err := run(append([]string{"grade"}, args...), &out, &errw)
+	if err != nil && exitCode(err) != 2 {
+		t.Logf("lab grade %v: %v", args, err)
+	}
+	if exitCode(err) == 2 {
+		errw.WriteString("lab: " + unwrapUsage(err) + "\n")
+	}
+	return exitCode(err), out.String(), errw.String()
+}
+
+// scenariosBroken lists the scenarios under which st's row expects a violation, in matrix order.
+func scenariosBroken(st *steps.Step) []string {
+	var out []string
+	for _, sc := range steps.Scenarios {
+		if len(st.Expect[sc]) > 0 {
+			out = append(out, string(sc))
+		}
+	}
+	return out
+}
+
+// TestGradeCopyOf09: a learner's unchanged copy of step 09 is graded as step 09 is: exit 1,
+// pause and failover named, a sentence under each violation, and its row the catalog's.
+func TestGradeCopyOf09(t *testing.T) {
+	dir := copyStep(t, "09_lua_unlock", "README.md")
+	code, out, errs := grade(t, dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+	for _, sc := range []string{"pause", "failover"} {
+		if !regexpLine(out, `^  `+sc+` +overlap, oversold$`) {
+			t.Errorf("the grade does not name %s with overlap, oversold:\n%s", sc, out)
+		}
+	}
+	if !strings.Contains(out, "overlap: buyer ") || !strings.Contains(out, "oversold: ") {
+		t.Errorf("no referee's sentence under the violations:\n%s", out)
+	}
+	st, _ := catalog.Find("09")
+	if want := strings.Join(scenariosBroken(st), ", "); !strings.Contains(errs, "violated "+
+		strconv.Itoa(len(scenariosBroken(st)))+" of 14 scenarios: "+want) {
+		t.Errorf("the verdict line does not list step 09's row (%s):\n%s", want, errs)
+	}
+}
+
+// TestGradeCopyOf17: the lock-free order of step 17 passes every scenario: exit 0.
+func TestGradeCopyOf17(t *testing.T) {
+	dir := copyStep(t, "17_atomic_stock", "README.md", "idea_test.go")
+	code, out, errs := grade(t, dir)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "| "+filepath.ToSlash(filepath.Join("steps", filepath.Base(dir)))+" |"+strings.Repeat(" ✓ |", len(steps.Scenarios))) {
+		t.Errorf("want a row of ✓:\n%s", out)
+	}
+}
+
+// TestGradeQuorumWithoutOrder: a copy of step 15 graded with -nodes 3 (the flag after the folder)
+// as JSON earns step 15's row; and a copy of 09 without its Order is placed by steps.DefaultOrder,
+// which is 09's handler, so it earns 09's row.
+func TestGradeQuorumWithoutOrder(t *testing.T) {
+	for _, tc := range []struct {
+		slug string
+		drop []string
+		args []string
+	}{
+		{"15_redlock", []string{"README.md", "idea_test.go"}, []string{"-json", "-nodes", "3"}},
+		{"09_lua_unlock", []string{"README.md", "order.go", "source.go"}, []string{"-json"}},
+	} {
+		dir := copyStep(t, tc.slug, tc.drop...)
+		code, out, errs := grade(t, append([]string{dir}, tc.args...)...)
+		var row []cell
+		if err := json.Unmarshal([]byte(out), &row); err != nil || len(row) != len(steps.Scenarios) {
+			t.Fatalf("%s: exit %d, not a JSON row (%v):\n%s\n%s", tc.slug, code, err, out, errs)
+		}
+		st, _ := catalog.Find(tc.slug)
+		for _, c := range row {
+			want := st.Expect[steps.Scenario(c.Scenario)]
+			if !slices.Equal(c.Violations, want) && !(len(want) == 0 && len(c.Violations) == 0) {
+				t.Errorf("%s copy under %s: %v, step %s's row says %v", tc.slug, c.Scenario, c.Violations, tc.slug, want)
+			}
+			if len(c.Explain) != len(c.Violations) {
+				t.Errorf("%s copy under %s: %d sentences for %d violations", tc.slug, c.Scenario, len(c.Explain), len(c.Violations))
+			}
+		}
+		if code != 1 {
+			t.Errorf("%s copy: exit %d, want 1 (its row has violations)", tc.slug, code)
+		}
+	}
+}
+
+// TestGradeBadInput: whatever is wrong with the folder, grade says what in one line and exits 2,
+// before anything is built.
+func TestGradeBadInput(t *testing.T) {
+	write := func(src string) string {
+		dir := learnerFolder(t)
+		if err := os.WriteFile(filepath.Join(dir, "lock.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	const head = "package lock\n\nimport (\n\t\"context\"\n\n\t\"github.com/lockstep-lab/lockstep/steps\"\n)\n\n"
+	const okNew = "func New(p steps.Proc) steps.Locker { return nil }\n"
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "go.mod"), []byte("module example.com/mine\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no folder", nil, "grade needs the folder"},
+		{"no such folder", []string{"../steps/no-such-folder"}, "no such folder"},
+		{"a file", []string{"../go.mod"}, "is a file"},
+		{"not a Go package", []string{learnerFolder(t)}, "has no Go files"},
+		{"outside the module", []string{outside}, "in module example.com/mine"},
+		{"a package with no New", []string{"../steps/catalog"}, "exports no New"},
+		{"package main", []string{"."}, "is package main"},
+		{"not a Locker package", []string{write("package notlock\n\nfunc New() int { return 1 }\n")}, "New is func New() int; the lab needs func New(steps.Proc) steps.Locker"},
+		{"New returns the concrete type", []string{write(head + "type L struct{ steps.Locker }\n\nfunc New(p steps.Proc) *L { return nil }\n\nvar _ = context.Background\n")}, "New is func New(p steps.Proc) *L"},
+		{"New is a variable", []string{write(head + "var New = func(p steps.Proc) steps.Locker { return nil }\n\nvar _ = context.Background\n")}, "New is a var"},
+		{"Order without its context", []string{write(head + okNew + "func Order(l steps.Locker, s steps.Shop) error { return nil }\n\nvar _ = context.Background\n")}, "Order is func Order(l steps.Locker, s steps.Shop) error; the lab needs func Order(context.Context, steps.Locker, steps.Shop) error"},
+		{"generic New", []string{write(head + "func New[T any](p steps.Proc) steps.Locker { return nil }\n\nvar _ = context.Background\n")}, "New is func New[T any]"},
+		{"does not parse", []string{write("package lock\n\nfunc New(\n")}, "does not parse: steps/gradetest-"},
+		{"-nodes out of range", []string{"-nodes", "0", "../steps/09_lua_unlock"}, "-nodes 0"},
+		{"-nodes after the folder", []string{"../steps/no-such-folder", "-nodes", "x"}, "invalid value \"x\" for flag -nodes"},
+		{"two folders", []string{"../steps/09_lua_unlock", "../steps/17_atomic_stock"}, "unexpected argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := grade(t, tc.args...)
+			lines := strings.Split(strings.TrimSpace(errs), "\n")
+			if code != 2 || len(lines) != 1 || !strings.Contains(errs, tc.want) || out != "" {
+				t.Errorf("exit %d, want 2 and one line with %q; stderr:\n%s\nstdout:\n%s", code, tc.want, errs, out)
+			}
+		})
+	}
+}
+
+// TestGradeDoesNotBuild: a learner's package that parses but does not compile is bad input: one
+// line with the compiler's first error, and the command that shows them all.
+func TestGradeDoesNotBuild(t *testing.T) {
+	dir := copyStep(t, "17_atomic_stock", "README.md", "idea_test.go", "lock_test.go")
+	b, err := os.ReadFile(filepath.Join(dir, "lock.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("return &Locker{}"), []byte("return &Locker{missing: 1}"), 1)
+	if err := os.WriteFile(filepath.Join(dir, "lock.go"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := grade(t, dir)
+	last := strings.Split(strings.TrimSpace(errs), "\n")
+	if code != 2 || !strings.Contains(last[len(last)-1], "does not build: steps/gradetest-") ||
+		!strings.Contains(last[len(last)-1], "unknown field missing") || out != "" {
+		t.Fatalf("exit %d, want 2 and the compiler's error in one line:\n%s\n%s", code, errs, out)
+	}
+}
+
+// TestDirFlag: -dir and -nodes are taken out of the terminal lab's flags wherever they stand;
+// -nodes alone is refused.
+func TestDirFlag(t *testing.T) {
+	dir, nodes, rest, ok, err := dirFlag([]string{"-speed", "5", "-dir", "steps/mine", "--nodes=3", "-buyers", "2"})
+	if err != nil || !ok || dir != "steps/mine" || nodes != 3 || !slices.Equal(rest, []string{"-speed", "5", "-buyers", "2"}) {
+		t.Errorf("got %q %d %q %v %v", dir, nodes, rest, ok, err)
+	}
+	if _, _, rest, ok, err := dirFlag([]string{"-speed", "5"}); ok || err != nil || len(rest) != 2 {
+		t.Errorf("no -dir: got %q %v %v", rest, ok, err)
+	}
+	for _, args := range [][]string{{"-nodes", "3"}, {"-dir"}, {"-dir", "x", "-nodes", "0"}} {
+		if _, _, _, _, err := dirFlag(args); exitCode(err) != 2 {
+			t.Errorf("%v: want a usage error, got %v", args, err)
+		}
+	}
+	var out, errw bytes.Buffer
+	if err := run([]string{"-dir", "../steps/no-such-folder"}, &out, &errw); exitCode(err) != 2 || !strings.Contains(err.Error(), "no such folder") {
+		t.Errorf("-dir to no folder: %v", err)
+	}
+}
+
+func regexpLine(s, re string) bool {
+	for _, l := range strings.Split(s, "\n") {
+		if m, _ := regexp.MatchString(re, l); m {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTmuxDir opens the real lab with -dir on a copy of step 09: the learner's lock is the
+// picker's last line, its arena runs live buyers through it, and q gives the terminal back.
+func TestTmuxDir(t *testing.T) {
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary")
+	}
+	bin := buildLab(t)
+	dir, err := filepath.Abs(copyStep(t, "09_lua_unlock", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slug := "steps/" + filepath.Base(dir)
+	l := startTmux(t, bin, "160", "48", "-dir", dir, "-speed", "5")
+	// The lab is built with the learner's package first: a link of the whole lab.
+	l.waitFor(5*time.Minute, "Step 1/", "Your lock: "+slug)
+	l.send("End")
+	l.waitFor(5*time.Second, "side road: "+slug)
+	l.send("Enter")
+	l.waitFor(20*time.Second, "▶ live buyers", "LOCK owner buyer")
+	l.send("q")
+	l.waitFor(30*time.Second, "LAB-EXITED=0")
+}
