@@ -1,0 +1,198 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+)
+
+// cell is one entry of the matrix, as -json prints it. Skipped says why a cell was not played
+// (the backend lacks what its scenario needs); Unjudged lists the kinds the referee could not
+// judge, with Why; Explain is the referee's sentence for each violation.
+type cell struct {
+	Step       string        `json:"step"`
+	Scenario   string        `json:"scenario"`
+	Violations []steps.Kind  `json:"violations"`
+	Explain    []sim.Finding `json:"explain,omitempty"`
+	Skipped    string        `json:"skipped,omitempty"`
+	Unjudged   []steps.Kind  `json:"unjudged,omitempty"`
+	Why        string        `json:"why,omitempty"`
+}
+
+// playRow plays every scenario against st, one after the other, each on a fresh env of backend,
+// and returns its row of cells and how many of them have no verdict. A scenario the backend
+// cannot stage is a skipped cell, not an error.
+func playRow(st *steps.Step, backend string) (row []cell, incomplete int, err error) {
+	for _, sc := range steps.Scenarios {
+		rep, err := play(st, sc, backend)
+		c := cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
+		switch {
+		case errors.Is(err, sim.ErrCannotStage):
+			c.Skipped = strings.TrimPrefix(err.Error(), "sim: ")
+		case errors.Is(err, redisenv.ErrSingleNode):
+			c.Skipped = fmt.Sprintf("an existing server is one lock node, and %s needs %d", st.Slug, st.Nodes)
+		case errors.Is(err, errUsage):
+			return nil, 0, err // a bad backend name: one line, as the caller typed it
+		case err != nil:
+			return nil, 0, fmt.Errorf("%s under %s: %w", st.Slug, sc, err)
+		default:
+			c.Violations, c.Explain = rep.Violations, rep.Explain
+			if !rep.Complete() {
+				c.Unjudged, c.Why = rep.Unjudged, rep.Why()
+				incomplete++
+			}
+		}
+		row = append(row, c)
+	}
+	return row, incomplete, nil
+}
+
+// matrixCmd plays every scenario against every step and prints the table.
+func matrixCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("matrix", "lab matrix [-json] [-redis embedded] [-steps 04,05]", stderr)
+	asJSON := fs.Bool("json", false, "print a JSON array of {step, scenario, violations}")
+	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
+	only := fs.String("steps", "", "play only these steps, comma-separated (04,05 or atomic_ttl); default every step")
+	expected := fs.Bool("expected", false, "print the matrix the tests expect (the catalog's), without playing it")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rows := catalog.Steps
+	if *only != "" {
+		rows = nil
+		for _, name := range strings.Split(*only, ",") {
+			st, err := catalog.Find(strings.TrimSpace(name))
+			if err != nil {
+				return usageError("%v", err)
+			}
+			rows = append(rows, st)
+		}
+	}
+	if *expected {
+		var cells []cell
+		for _, st := range rows {
+			for _, sc := range steps.Scenarios {
+				c := cell{Step: st.Slug, Scenario: string(sc), Violations: st.Expect[sc]}
+				if c.Violations == nil {
+					c.Violations = []steps.Kind{}
+				}
+				cells = append(cells, c)
+			}
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(cells)
+		}
+		fmt.Fprint(stdout, renderMatrix(cells))
+		return nil
+	}
+	var cells []cell
+	incomplete := 0
+	for _, st := range rows {
+		row, n, err := playRow(st, *backend)
+		if err != nil {
+			return err
+		}
+		cells, incomplete = append(cells, row...), incomplete+n
+		if !*asJSON {
+			fmt.Fprint(stderr, ".")
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(cells); err != nil {
+			return err
+		}
+		if incomplete > 0 {
+			return fmt.Errorf("%d cells have no verdict", incomplete)
+		}
+		return nil
+	}
+	fmt.Fprintln(stderr)
+	fmt.Fprint(stdout, renderMatrix(cells))
+	for _, c := range cells {
+		if len(c.Unjudged) > 0 {
+			fmt.Fprintf(stdout, "? %s × %s: no verdict on %s: %s\n", c.Step, c.Scenario, joinKinds(c.Unjudged), c.Why)
+		}
+	}
+	fmt.Fprint(stdout, skippedLines(cells, len(rows)))
+	if incomplete > 0 {
+		return fmt.Errorf("%d cells have no verdict", incomplete)
+	}
+	return nil
+}
+
+// skippedLines says which cells were skipped and why, one line per reason in the order the
+// reasons first came: the scenarios and the steps it covers ("every step", "every scenario").
+func skippedLines(cells []cell, nSteps int) string {
+	var whys []string
+	scs, sts := map[string][]string{}, map[string][]string{}
+	for _, c := range cells {
+		if c.Skipped == "" {
+			continue
+		}
+		if _, seen := scs[c.Skipped]; !seen {
+			whys = append(whys, c.Skipped)
+		}
+		if !slices.Contains(scs[c.Skipped], c.Scenario) {
+			scs[c.Skipped] = append(scs[c.Skipped], c.Scenario)
+		}
+		if !slices.Contains(sts[c.Skipped], c.Step) {
+			sts[c.Skipped] = append(sts[c.Skipped], c.Step)
+		}
+	}
+	var b strings.Builder
+	for _, why := range whys {
+		which, where := strings.Join(scs[why], ", "), strings.Join(sts[why], ", ")
+		if len(scs[why]) == len(steps.Scenarios) {
+			which = "every scenario"
+		}
+		if len(sts[why]) == nSteps && nSteps > 1 {
+			where = "every step"
+		}
+		fmt.Fprintf(&b, "skipped (%s; %s): %s\n", which, where, why)
+	}
+	return b.String()
+}
+
+// renderMatrix draws the table in Markdown, ✓ where no judged kind happened.
+func renderMatrix(cells []cell) string {
+	var b strings.Builder
+	b.WriteString("| step |")
+	for _, sc := range steps.Scenarios {
+		b.WriteString(" " + string(sc) + " |")
+	}
+	b.WriteString("\n|---|")
+	b.WriteString(strings.Repeat("---|", len(steps.Scenarios)))
+	b.WriteString("\n")
+	for i, c := range cells {
+		if i%len(steps.Scenarios) == 0 {
+			b.WriteString("| " + c.Step + " |")
+		}
+		v := "✓"
+		switch {
+		case c.Skipped != "":
+			v = "skipped"
+		case len(c.Unjudged) > 0:
+			v = "?"
+		case len(c.Violations) > 0:
+			v = joinKinds(c.Violations)
+		}
+		b.WriteString(" " + v + " |")
+		if i%len(steps.Scenarios) == len(steps.Scenarios)-1 {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
