@@ -19,6 +19,7 @@ type idleProbe struct {
 	kicks   chan time.Duration // the release times to probe, on the arena's clock
 	done    chan struct{}
 	pending atomic.Int32 // kicks not yet answered
+	closed  atomic.Bool  // set under the arena's lock: no kick after close
 }
 
 // idleAllowanceX is how many probe delays a gap may last before it counts as idle: a woken
@@ -37,6 +38,9 @@ func newIdleProbe(a *Arena, node *nodeEye) *idleProbe {
 // kick asks for a probe of the release at at. It never blocks (its caller holds the arena's
 // lock); a kick that finds the queue full is dropped, and its gap is judged by the grace alone.
 func (pr *idleProbe) kick(at time.Duration) {
+	if pr.closed.Load() {
+		return
+	}
 	pr.pending.Add(1)
 	select {
 	case pr.kicks <- at:
@@ -71,6 +75,9 @@ func (pr *idleProbe) settle(limit time.Duration) {
 
 // close stops the probe; the arena's lock must not be held.
 func (pr *idleProbe) close() {
+	pr.a.mu.Lock() // kicks come under the arena's lock: none is half sent
+	pr.closed.Store(true)
+	pr.a.mu.Unlock()
 	close(pr.kicks)
 	<-pr.done
 }

@@ -230,12 +230,15 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 			}()
 		}
 	}
+	var staged sync.WaitGroup // the scenario's own goroutines that act on the arena
 	if pl.restart {
 		// The restart strikes once the holder is under way: inside, or (an order that takes no
 		// lock, 17) at work.
 		holder := procs[0]
 		entered, wrote, done := sig.anchor(), sig.get(1, EvWrite), sig.get(1, EvDone)
+		staged.Add(1)
 		go func() {
+			defer staged.Done()
 			select {
 			case <-entered:
 			case <-rctx.Done():
@@ -362,6 +365,8 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 			timedOut += "; buyers still ordering: " + strings.Join(still, ", ")
 		}
 	}
+	cancel() // the staging ends with the run, before the report and before Close
+	staged.Wait()
 	a.mu.Lock()
 	a.timedOut = timedOut
 	struck := a.ref.failedOver
