@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/steps"
@@ -21,18 +22,31 @@ import (
 // request's context (WithRequest), so a nested call in the same request re-enters and another
 // request of the same process waits like anyone else. A request that finds the lock taken joins a
 // line of waiters kept in Redis, first come first, and sleeps until the unlock tells the first in
-// line on its own channel, or until its turn could have come, for a bounded time; a waiter that
-// stops asking drops out of the line. While a request holds the lock, a lease guard renews it every
-// TTL/3 and, when it can no longer prove the lease (a renewal refused, or none answered before the
-// lease could have run out), ends the request's context, so the request stops before another holder
-// can be inside. Hazard: a check only helps before the write leaves; a process paused after its
-// last check writes anyway, and only the resource can refuse that write.
+// line its turn has come, or until its turn could have come, for a bounded time; a waiter that
+// stops asking drops out of the line. The turn is told on the waiting process's own channel, which
+// the process subscribes to once, on one connection, for all its requests. While a request holds
+// the lock, a lease guard renews it every TTL/3 and, when it can no longer prove the lease (a
+// renewal refused, or none answered before the lease could have run out), ends the request's
+// context, so the request stops before another holder can be inside. Hazard: a check only helps
+// before the write leaves; a process paused after its last check writes anyway, and only the
+// resource can refuse that write.
 type Locker struct {
-	rdb    *redis.Client
-	ttl    time.Duration
-	life   context.Context   // the process's: its leases stop with it
-	mu     sync.Mutex        // guards leases: requests of one process lock and unlock at once
-	leases map[string]*lease // the lease of each request that holds a lock, by owner token
+	rdb   *redis.Client
+	id    string // the process's part of every owner token, and the name of its turn channel
+	ttl   time.Duration
+	ttlMs any // the lease in ms and a waiter's stay (2 × TTL), boxed once for the scripts
+	stay  any
+	life  context.Context             // the process's: its leases and its subscription stop with it
+	spawn func(func(context.Context)) // starts the process's goroutine that reads its turns
+	last  atomic.Pointer[names]       // the names of the last key locked: built once, not per call
+
+	mu      sync.Mutex               // guards leases and waiting: requests of one process lock and unlock at once
+	leases  map[string]*lease        // the lease of each request that holds a lock, by owner token
+	waiting map[string]chan struct{} // the wake-up of each request of this process waiting in a line, by owner token
+
+	subMu sync.Mutex               // guards sub and heard
+	sub   *redis.PubSub            // the process's one subscription; nil until a request first waits
+	heard map[string]chan struct{} // each turn channel asked for, closed once Redis confirmed it
 }
 
 // New returns a Locker for the process p.
@@ -41,12 +55,20 @@ func New(p steps.Proc) steps.Locker {
 	if life == nil {
 		life = context.Background() // a Proc made by hand, not by a process
 	}
-	return &Locker{rdb: p.Redis, ttl: p.TTL, life: life, leases: map[string]*lease{}}
+	spawn := p.Go
+	if spawn == nil { // a Proc made by hand: its reader lives as long as the program
+		spawn = func(f func(context.Context)) { go f(life) }
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	return &Locker{rdb: p.Redis, id: hex.EncodeToString(b), ttl: p.TTL, ttlMs: p.TTL.Milliseconds(),
+		stay: (2 * p.TTL).Milliseconds(), life: life, spawn: spawn, leases: map[string]*lease{},
+		waiting: map[string]chan struct{}{}, heard: map[string]chan struct{}{}}
 }
 
-// request is one request: its owner token, and the end of its context.
+// request is one request: its token, and the end of its context.
 type request struct {
-	owner  string
+	id     string
 	cancel context.CancelCauseFunc
 }
 
@@ -56,7 +78,7 @@ type requestKey struct{}
 // lease: the lock may be someone else's by now, and the request must not write.
 var ErrLeaseLost = errors.New("lock: the lease could not be proved: the lock may be another's now")
 
-// WithRequest returns ctx for one request: it carries a fresh owner token (16 random bytes, as
+// WithRequest returns ctx for one request: it carries a fresh request token (16 random bytes, as
 // the articles' UUID), and it ends, with cause ErrLeaseLost, when a lock the request holds can no
 // longer prove its lease. Call done when the request is over. Go has no ThreadLocal, and a
 // goroutine is not a request anyway; the request's context is what travels with the request.
@@ -64,7 +86,7 @@ func WithRequest(ctx context.Context) (_ context.Context, done func()) {
 	b := make([]byte, 16)
 	rand.Read(b)
 	ctx, cancel := context.WithCancelCause(ctx)
-	r := &request{owner: hex.EncodeToString(b), cancel: cancel}
+	r := &request{id: hex.EncodeToString(b), cancel: cancel}
 	return context.WithValue(ctx, requestKey{}, r), func() { cancel(nil) }
 }
 
@@ -78,6 +100,11 @@ func requestOf(ctx context.Context) (*request, error) {
 	}
 	return r, nil
 }
+
+// owner is the request's name in the lock and in the line: the process's id, a colon, the
+// request's token (Redisson names its owners client id : thread id). unlock.lua reads the process
+// from it, to tell a waiter its turn on its process's channel.
+func (l *Locker) owner(r *request) string { return l.id + ":" + r.id }
 
 var (
 	//go:embed lock.lua
@@ -99,156 +126,265 @@ var (
 // earlier waiter has the turn, until that waiter's own deadline.
 const retryBudget = 10
 
-// line is the list of waiting requests, and by the time each must ask again to stay in it.
-func line(key string) []string { return []string{key, key + ":line", key + ":line:by"} }
+// names are one lock's names in Redis: the lock, the line of waiting requests and the time by which
+// each must ask again to stay in it; and the prefix of the turn channels (followed by a process's
+// id: the channel on which that process is told a request of its has the turn).
+type names struct {
+	key  string
+	keys []string // the lock, its line, its waiters' deadlines
+	turn string
+}
 
-// turn is the channel on which unlock.lua tells the first waiter of key it is its turn.
-func turn(key string) string { return key + ":turn:" }
+// names returns key's names, built once for the last key this process locked: an order locks
+// one key over and over.
+func (l *Locker) names(key string) *names {
+	if n := l.last.Load(); n != nil && n.key == key {
+		return n
+	}
+	n := &names{key: key, keys: []string{key, key + ":line", key + ":line:by"}, turn: key + ":turn:"}
+	l.last.Store(n)
+	return n
+}
 
 // Lock takes key for the request in ctx with lock.lua: at once if the lock is free and nobody is
 // waiting, or it is already the request's (one more hold). Otherwise the request is now in line;
-// it subscribes to its own turn channel, asks again (its turn may have come meanwhile), and then
-// sleeps until it is told its turn has come or until it could have, and asks again, for
-// retryBudget leases; then it leaves the line and answers false. A message lost costs one lease,
-// never a hang. The request's first hold starts its lease guard, counting the lease from the
-// moment the winning try was sent.
+// it makes sure its process is subscribed to its turn channel, asks again (its turn may have come
+// meanwhile), and then sleeps until it is told its turn has come or until it could have, and asks
+// again, for retryBudget leases; then it leaves the line and answers false. A message lost costs
+// one lease, never a hang. The request's first hold starts its lease guard, counting the lease from
+// the moment the winning try was sent.
 func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	req, err := requestOf(ctx)
 	if err != nil {
 		return false, err
 	}
-	ok, left, err := l.try(ctx, key, req)
+	n, owner := l.names(key), l.owner(req)
+	ok, wait, err := l.try(ctx, n, req, owner)
 	if ok || err != nil {
 		return ok, err
 	}
-	sub := l.rdb.Subscribe(ctx, turn(key)+req.owner)
-	defer sub.Close()
-	// ReceiveTimeout reads ctx's deadline but not its cancellation: closing the subscription is
-	// what wakes a waiter whose request ends.
-	stop := context.AfterFunc(ctx, func() { sub.Close() })
-	defer stop()
-	if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
-		l.leave(ctx, key, req)
-		return false, err
-	}
+	turn := make(chan struct{}, 1)
+	l.mu.Lock()
+	l.waiting[owner] = turn
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.waiting, owner)
+		l.mu.Unlock()
+	}()
 	giveUp := time.Now().Add(retryBudget * l.ttl)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	// The subscription is in place before the next try: a turn told before it would be missed.
+	select {
+	case <-l.listen(ctx, n):
+	case <-t.C: // not confirmed within the wait: ask again anyway
+	case <-ctx.Done():
+		l.leave(ctx, n, owner)
+		return false, ctx.Err()
+	}
 	for {
-		ok, left, err = l.try(ctx, key, req)
+		ok, wait, err = l.try(ctx, n, req, owner)
 		if ok || err != nil {
 			return ok, err
 		}
-		wait := min(left, time.Until(giveUp))
+		wait = min(wait, time.Until(giveUp))
 		if wait <= 0 {
-			l.leave(ctx, key, req)
+			l.leave(ctx, n, owner)
 			return false, nil
 		}
-		// A message, a timeout or an error all lead to the next try; only ctx ends the wait.
-		sub.ReceiveTimeout(ctx, wait)
-		if ctx.Err() != nil {
-			l.leave(ctx, key, req)
+		t.Reset(wait)
+		select {
+		case <-turn:
+		case <-t.C:
+		case <-ctx.Done():
+			l.leave(ctx, n, owner)
 			return false, ctx.Err()
+		}
+	}
+}
+
+// listen makes sure the process is subscribed to its turn channel for n, and returns a channel
+// closed once Redis has confirmed it. The first wait of the process opens its subscription (one
+// connection) and starts the goroutine that reads it; later waits reuse both.
+func (l *Locker) listen(ctx context.Context, n *names) <-chan struct{} {
+	ch := n.turn + l.id
+	l.subMu.Lock()
+	defer l.subMu.Unlock()
+	if ready, ok := l.heard[ch]; ok {
+		return ready
+	}
+	ready := make(chan struct{})
+	l.heard[ch] = ready
+	if l.sub != nil {
+		l.sub.Subscribe(ctx, ch) // an error is mended by read: the reconnection subscribes again
+		return ready
+	}
+	sub := l.rdb.Subscribe(ctx, ch)
+	l.sub = sub
+	l.spawn(func(life context.Context) { l.read(life, sub) })
+	return ready
+}
+
+// reconnectPause is how long read waits before it reads again after an error, so that a Redis
+// that is down is not dialled in a busy loop.
+const reconnectPause = 10 * time.Millisecond
+
+// read is the process's one reader of its turns, until the process dies: a confirmed subscription
+// releases the requests waiting for it; a turn wakes the request it names. A broken connection is
+// dialled again on the next read, which subscribes again; a turn told meanwhile is lost, and costs
+// its waiter one wait.
+func (l *Locker) read(life context.Context, sub *redis.PubSub) {
+	stop := context.AfterFunc(life, func() { sub.Close() }) // what ends a read blocked on the connection
+	defer stop()
+	defer sub.Close()
+	for {
+		m, err := sub.Receive(life)
+		if life.Err() != nil || errors.Is(err, redis.ErrClosed) {
+			return
+		}
+		if err != nil {
+			t := time.NewTimer(reconnectPause)
+			select {
+			case <-life.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		switch m := m.(type) {
+		case *redis.Subscription:
+			l.subMu.Lock()
+			if ready := l.heard[m.Channel]; m.Kind == "subscribe" && ready != nil {
+				select {
+				case <-ready: // confirmed before: this is a reconnection's
+				default:
+					close(ready)
+				}
+			}
+			l.subMu.Unlock()
+		case *redis.Message:
+			l.mu.Lock()
+			turn := l.waiting[m.Payload]
+			l.mu.Unlock()
+			if turn != nil {
+				select {
+				case turn <- struct{}{}:
+				default: // already told
+				}
+			}
 		}
 	}
 }
 
 // leave takes a request that stops waiting out of the line with leave.lua, so nobody waits for
 // its turn to pass; if it cannot (Redis is out of reach), its deadline drops it.
-func (l *Locker) leave(ctx context.Context, key string, req *request) {
-	leaveScript.Run(context.WithoutCancel(ctx), l.rdb, line(key), req.owner, turn(key))
+func (l *Locker) leave(ctx context.Context, n *names, owner string) {
+	leaveScript.Run(context.WithoutCancel(ctx), l.rdb, n.keys, owner, n.turn)
 }
 
-// try runs lock.lua once for req: whether the request holds key now, and else how long it may
+// try runs lock.lua once for req: whether the request holds the lock now, and else how long it may
 // wait before it asks again.
-func (l *Locker) try(ctx context.Context, key string, req *request) (bool, time.Duration, error) {
+func (l *Locker) try(ctx context.Context, n *names, req *request, owner string) (bool, time.Duration, error) {
 	sent := time.Now()
-	stay := (2 * l.ttl).Milliseconds() // how long a waiter keeps its place without asking again
-	r, err := lockScript.Run(ctx, l.rdb, line(key), req.owner, l.ttl.Milliseconds(), stay).Int64Slice()
+	r, err := lockScript.Run(ctx, l.rdb, n.keys, owner, l.ttlMs, l.stay).Int64()
 	if err != nil {
 		return false, 0, err
 	}
-	if r[0] == 1 {
-		if r[1] == 1 {
-			l.guard(key, req, sent)
+	if r > 0 {
+		if r == 1 {
+			l.guard(n.key, owner, req, sent)
 		}
 		return true, 0, nil
 	}
-	return false, max(time.Duration(r[1])*time.Millisecond, time.Millisecond), nil
+	return false, max(time.Duration(-r)*time.Millisecond, time.Millisecond), nil
 }
 
 // margin is how long before its lease could run out a guard gives up on an unproved lease: clock
 // drift (Redlock allows 1% of the lease + 2 ms) and the time a write takes to land, with room.
 func (l *Locker) margin() time.Duration { return l.ttl / 10 }
 
-// lease is one request's lease on a lock: a timer that renews it every TTL/3, and a timer that
-// ends the request if no renewal has proved it by the time it could run out.
+// lease is one request's lease on a lock, kept by one timer: it fires TTL/3 after the lease was
+// last proved, to renew it, and, while a renewal is unanswered, when the lease could run out.
 type lease struct {
 	key    string
+	owner  string
 	req    *request
-	renew  *time.Timer
-	expire *time.Timer
+	timer  *time.Timer
 	mu     sync.Mutex
-	over   bool // stopped: no callback may act any more
+	until  time.Time // the lease is proved until then (the last answered try or renewal's send + TTL − margin)
+	asking bool      // a renewal is on its way
+	over   bool      // stopped: no callback may act any more
 }
 
 // guard starts the request's lease, valid at most until sent + TTL.
-func (l *Locker) guard(key string, req *request, sent time.Time) {
-	g := &lease{key: key, req: req}
+func (l *Locker) guard(key, owner string, req *request, sent time.Time) {
+	g := &lease{key: key, owner: owner, req: req, until: sent.Add(l.ttl - l.margin())}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.expire = time.AfterFunc(time.Until(sent.Add(l.ttl-l.margin())), func() { l.lost(g) })
-	g.renew = time.AfterFunc(l.ttl/3, func() { l.extend(g) })
+	g.timer = time.AfterFunc(l.ttl/3, func() { l.tick(g) })
 	l.mu.Lock()
-	l.leases[req.owner] = g
+	l.leases[owner] = g
 	l.mu.Unlock()
 }
 
-// extend renews g with renew.lua, within the time the lease can still be proved: a renewal
-// answered pushes the guard's deadline; one refused (the lock is not the request's) ends the
-// request at once; one unanswered leaves the deadline where it was.
-func (l *Locker) extend(g *lease) {
-	if l.life.Err() != nil {
-		l.stop(g) // the process died; so do its timers
+// tick is g's timer. Once the lease can no longer be proved, it ends the request; otherwise it
+// renews with renew.lua, unless a renewal is on its way already. A renewal answered pushes the
+// lease; one refused (the lock is not the request's) ends the request at once; one unanswered
+// leaves the lease where it was, and the timer waits for it only until the lease could run out.
+func (l *Locker) tick(g *lease) {
+	g.mu.Lock()
+	switch {
+	case g.over:
+		g.mu.Unlock()
+		return
+	case !time.Now().Before(g.until):
+		g.over = true
+		g.req.cancel(ErrLeaseLost)
+		g.mu.Unlock()
+		return
+	case g.asking:
+		g.timer.Reset(time.Until(g.until))
+		g.mu.Unlock()
+		return
+	case l.life.Err() != nil:
+		g.over = true // the process died; so does its timer
+		g.mu.Unlock()
 		return
 	}
+	g.asking = true
+	until := g.until
+	g.timer.Reset(time.Until(until)) // ends the request if this renewal is not answered in time
+	g.mu.Unlock()
+
 	sent := time.Now()
-	ctx, cancel := context.WithDeadline(l.life, sent.Add(l.ttl-l.margin()))
-	n, err := renewScript.Run(ctx, l.rdb, []string{g.key}, g.req.owner, l.ttl.Milliseconds()).Int()
+	ctx, cancel := context.WithDeadline(l.life, until)
+	n, err := renewScript.Run(ctx, l.rdb, []string{g.key}, g.owner, l.ttlMs).Int()
 	cancel()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.asking = false
 	switch {
 	case g.over:
 	case err == nil && n == 0:
 		g.over = true
-		g.expire.Stop()
+		g.timer.Stop()
 		g.req.cancel(ErrLeaseLost)
 	case err == nil:
-		g.expire.Reset(time.Until(sent.Add(l.ttl - l.margin())))
-		g.renew.Reset(l.ttl / 3)
+		g.until = sent.Add(l.ttl - l.margin())
+		g.timer.Reset(l.ttl / 3)
 	default:
-		g.renew.Reset(l.ttl / 3)
+		g.timer.Reset(min(l.ttl/3, time.Until(g.until)))
 	}
 }
 
-// lost ends the request whose lease could not be proved in time.
-func (l *Locker) lost(g *lease) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.over {
-		return
-	}
-	g.over = true
-	g.renew.Stop()
-	g.req.cancel(ErrLeaseLost)
-}
-
-// stop stops g's timers; no callback of g acts after it returns.
+// stop stops g's timer; no callback of g acts after it returns.
 func (l *Locker) stop(g *lease) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.over = true
-	g.renew.Stop()
-	g.expire.Stop()
+	g.timer.Stop()
 }
 
 // release stops the request's lease guard.
@@ -271,16 +407,17 @@ func (l *Locker) Unlock(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	left, err := unlockScript.Run(ctx, l.rdb, line(key)[:2], req.owner, turn(key)).Int64()
+	n, owner := l.names(key), l.owner(req)
+	left, err := unlockScript.Run(ctx, l.rdb, n.keys[:2], owner, n.turn).Int64()
 	switch {
 	case err != nil:
-		l.release(req.owner)
+		l.release(owner)
 		return err
 	case left < 0:
-		l.release(req.owner)
+		l.release(owner)
 		return steps.ErrNotOwner
 	case left == 0:
-		l.release(req.owner)
+		l.release(owner)
 	}
 	return nil
 }

@@ -2,7 +2,16 @@
 -- the requests asked. The lock is a hash of owner → holds; KEYS[2] is the line of waiting requests
 -- (a list, first come first), KEYS[3] the time by which each waiter must ask again (a sorted set of
 -- owner → ms on Redis's clock), ARGV[3] how long a waiter may stay away.
--- Returns {1, holds} when the request holds the lock now, {0, ms to wait at most} when it waits.
+-- Returns the request's holds (1 or more) when it holds the lock now, and minus the ms it may wait
+-- at most when it waits in line.
+
+-- Free, and nobody waiting: the request takes it, and the line is not read.
+if redis.call("EXISTS", KEYS[1]) == 0 and redis.call("EXISTS", KEYS[2]) == 0 then
+  redis.call("HSET", KEYS[1], ARGV[1], 1)
+  redis.call("PEXPIRE", KEYS[1], ARGV[2])
+  return 1
+end
+
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -25,12 +34,12 @@ if redis.call("EXISTS", KEYS[1]) == 0 and (not first or first == ARGV[1]) then
   end
   redis.call("HSET", KEYS[1], ARGV[1], 1)
   redis.call("PEXPIRE", KEYS[1], ARGV[2])
-  return {1, 1}
+  return 1
 end
 if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
   local holds = redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
   redis.call("PEXPIRE", KEYS[1], ARGV[2])
-  return {1, holds}
+  return holds
 end
 
 -- Wait in line: join it at the end, or stay where it is, and ask again by the deadline.
@@ -44,4 +53,4 @@ if left < 0 then
   -- The lock is free, but an earlier waiter has the turn: wait until it takes it or is dropped.
   left = tonumber(redis.call("ZSCORE", KEYS[3], first)) - now
 end
-return {0, left}
+return -left

@@ -1,9 +1,10 @@
 -- unlock.lua gives back one hold of the request ARGV[1] on the lock KEYS[1]. Returns -1 when the
 -- request does not hold it (its lease ran out, or another request holds it now), 0 when that was
--- its last hold: the lock is deleted and the first waiter in the line KEYS[2] is told on its own
--- channel (ARGV[2] followed by its owner token), and the holds it has left otherwise. The article's
--- script answers 0 both for "still held" and for "not yours"; a caller must be able to tell them
--- apart.
+-- its last hold: the lock is deleted and the first waiter in the line KEYS[2] is told its turn has
+-- come, and the holds it has left otherwise. A waiter is told on its process's channel (ARGV[2]
+-- followed by the process's part of its owner token, before the colon), with its owner token as
+-- the message. The article's script answers 0 both for "still held" and for "not yours"; a caller
+-- must be able to tell them apart.
 if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
   return -1
 end
@@ -14,6 +15,6 @@ end
 redis.call("DEL", KEYS[1])
 local first = redis.call("LINDEX", KEYS[2], 0)
 if first then
-  redis.call("PUBLISH", ARGV[2] .. first, "your turn")
+  redis.call("PUBLISH", ARGV[2] .. string.match(first, "^[^:]*"), first)
 end
 return 0

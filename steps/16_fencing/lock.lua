@@ -3,8 +3,17 @@
 -- (a list, first come first), KEYS[3] the time by which each waiter must ask again (a sorted set of
 -- owner → ms on Redis's clock), ARGV[3] how long a waiter may stay away; KEYS[4] counts the
 -- acquisitions: each one takes the next number as its fencing token.
--- Returns {1, holds, token} when the request holds the lock now (token 0 for a nested hold: the
--- request has its token from its first), {0, ms to wait at most} when it waits.
+-- Returns {holds, token} when the request holds the lock now (token 0 for a nested hold: the
+-- request has its token from its first), {minus the ms it may wait at most, 0} when it waits in
+-- line.
+
+-- Free, and nobody waiting: the request takes it, and the line is not read.
+if redis.call("EXISTS", KEYS[1]) == 0 and redis.call("EXISTS", KEYS[2]) == 0 then
+  redis.call("HSET", KEYS[1], ARGV[1], 1)
+  redis.call("PEXPIRE", KEYS[1], ARGV[2])
+  return {1, redis.call("INCR", KEYS[4])}
+end
+
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -27,12 +36,12 @@ if redis.call("EXISTS", KEYS[1]) == 0 and (not first or first == ARGV[1]) then
   end
   redis.call("HSET", KEYS[1], ARGV[1], 1)
   redis.call("PEXPIRE", KEYS[1], ARGV[2])
-  return {1, 1, redis.call("INCR", KEYS[4])}
+  return {1, redis.call("INCR", KEYS[4])}
 end
 if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
   local holds = redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
   redis.call("PEXPIRE", KEYS[1], ARGV[2])
-  return {1, holds, 0}
+  return {holds, 0}
 end
 
 -- Wait in line: join it at the end, or stay where it is, and ask again by the deadline.
@@ -46,4 +55,4 @@ if left < 0 then
   -- The lock is free, but an earlier waiter has the turn: wait until it takes it or is dropped.
   left = tonumber(redis.call("ZSCORE", KEYS[3], first)) - now
 end
-return {0, left}
+return {-left, 0}
