@@ -36,15 +36,18 @@ import (
 type Locker struct {
 	rdb   *redis.Client
 	id    string // the process's part of every owner token, and the name of its turn channel
-	ttl   time.Duration
-	ttlMs any // the lease in ms and a waiter's stay (2 × TTL), boxed once for the scripts
+	idArg any    // id, the lease in ms and a waiter's stay (2 × TTL), boxed once for the scripts
+	ttlMs any
 	stay  any
+	ttl   time.Duration
 	life  context.Context             // the process's: its leases and its subscription stop with it
 	spawn func(func(context.Context)) // starts the process's goroutine that reads its turns
 	last  atomic.Pointer[names]       // the names of the last key locked: built once, not per call
 
-	mu      sync.Mutex               // guards leases and waiting: requests of one process lock and unlock at once
-	leases  map[string]*lease        // the lease of each request that holds a lock, by owner token
+	mu      sync.Mutex               // guards leases, the clock and waiting: requests of one process lock and unlock at once
+	leases  map[*request]*lease      // the lease of each request that holds a lock
+	clock   *time.Timer              // the one timer of all the process's leases; nil until the first
+	rings   time.Time                // when the clock is armed for; zero when it is not
 	waiting map[string]chan struct{} // the wake-up of each request of this process waiting in a line, by owner token
 
 	subMu sync.Mutex               // guards sub and heard
@@ -64,14 +67,16 @@ func New(p steps.Proc) steps.Locker {
 	}
 	b := make([]byte, 8)
 	rand.Read(b)
-	return &Locker{rdb: p.Redis, id: hex.EncodeToString(b), ttl: p.TTL, ttlMs: p.TTL.Milliseconds(),
-		stay: (2 * p.TTL).Milliseconds(), life: life, spawn: spawn, leases: map[string]*lease{},
+	id := hex.EncodeToString(b)
+	return &Locker{rdb: p.Redis, id: id, idArg: id, ttlMs: p.TTL.Milliseconds(), stay: (2 * p.TTL).Milliseconds(),
+		ttl: p.TTL, life: life, spawn: spawn, leases: map[*request]*lease{},
 		waiting: map[string]chan struct{}{}, heard: map[string]chan struct{}{}}
 }
 
 // request is one request: its token, its fencing token, and the end of its context.
 type request struct {
 	id     string
+	idArg  any // id, boxed once for the scripts
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
 	fence  int64 // the fencing token of its first hold; 0 before
@@ -104,7 +109,8 @@ func WithRequest(ctx context.Context) (_ context.Context, done func()) {
 	b := make([]byte, 16)
 	rand.Read(b)
 	ctx, cancel := context.WithCancelCause(ctx)
-	r := &request{id: hex.EncodeToString(b), cancel: cancel}
+	id := hex.EncodeToString(b)
+	r := &request{id: id, idArg: id, cancel: cancel}
 	return context.WithValue(ctx, requestKey{}, r), func() { cancel(nil) }
 }
 
@@ -120,24 +126,47 @@ func requestOf(ctx context.Context) (*request, error) {
 }
 
 // owner is the request's name in the lock and in the line: the process's id, a colon, the
-// request's token (Redisson names its owners client id : thread id). unlock.lua reads the process
-// from it, to tell a waiter its turn on its process's channel.
+// request's token (Redisson names its owners client id : thread id). The scripts are given the two
+// parts and join them; unlock.lua reads the process back from it, to tell a waiter its turn on its
+// process's channel.
 func (l *Locker) owner(r *request) string { return l.id + ":" + r.id }
 
 var (
 	//go:embed lock.lua
 	lockLua    string
-	lockScript = redis.NewScript(lockLua)
+	lockScript = newScript(lockLua)
 	//go:embed unlock.lua
 	unlockLua    string
-	unlockScript = redis.NewScript(unlockLua)
+	unlockScript = newScript(unlockLua)
 	//go:embed renew.lua
 	renewLua    string
-	renewScript = redis.NewScript(renewLua)
+	renewScript = newScript(renewLua)
 	//go:embed leave.lua
 	leaveLua    string
-	leaveScript = redis.NewScript(leaveLua)
+	leaveScript = newScript(leaveLua)
 )
+
+// script is one Lua script, its body and its SHA1 boxed once.
+type script struct{ src, sha any }
+
+func newScript(src string) script { return script{src: src, sha: redis.NewScript(src).Hash()} }
+
+// run sends s with EVALSHA, and again with EVAL when Redis does not have it (NOSCRIPT: the first
+// time, or after a restart), as redis.Script.Run does. Its keys and arguments come boxed, built
+// once where they can be: Script.Run boxes every key name again on every call, and on this path
+// every allocation shows. Hazard: a script may still run twice only if the EVALSHA did not run,
+// which is what NOSCRIPT says.
+func (s script) run(ctx context.Context, rdb *redis.Client, keys []any, args ...any) *redis.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(append(append(a, "evalsha", s.sha, len(keys)), keys...), args...)
+	cmd := redis.NewCmd(ctx, a...)
+	if err := rdb.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		a[0], a[1] = "eval", s.src
+		cmd = redis.NewCmd(ctx, a...)
+		rdb.Process(ctx, cmd)
+	}
+	return cmd
+}
 
 // retryBudget is how long Lock keeps waiting, in leases: 10 × TTL. A waiter must ask again within
 // 2 × TTL to keep its place in line; it waits at most a lease, or, while the lock is free and an
@@ -149,9 +178,10 @@ const retryBudget = 10
 // the turn channels (followed by a process's id: the channel on which that process is told a
 // request of its has the turn).
 type names struct {
-	key  string
-	keys []string // the lock, its line, its waiters' deadlines, its fencing counter
-	turn string
+	key     string
+	keys    []any // the lock, its line, its waiters' deadlines, its fencing counter
+	turn    string
+	turnArg any // turn, boxed once
 }
 
 // names returns key's names, built once for the last key this process locked: an order locks
@@ -160,7 +190,8 @@ func (l *Locker) names(key string) *names {
 	if n := l.last.Load(); n != nil && n.key == key {
 		return n
 	}
-	n := &names{key: key, keys: []string{key, key + ":line", key + ":line:by", key + ":fence"}, turn: key + ":turn:"}
+	turn := key + ":turn:"
+	n := &names{key: key, keys: []any{key, key + ":line", key + ":line:by", key + ":fence"}, turn: turn, turnArg: turn}
 	l.last.Store(n)
 	return n
 }
@@ -177,11 +208,12 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	n, owner := l.names(key), l.owner(req)
-	ok, wait, err := l.try(ctx, n, req, owner)
+	n := l.names(key)
+	ok, wait, err := l.try(ctx, n, req)
 	if ok || err != nil {
 		return ok, err
 	}
+	owner := l.owner(req)
 	turn := make(chan struct{}, 1)
 	l.mu.Lock()
 	l.waiting[owner] = turn
@@ -199,17 +231,17 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	case <-l.listen(ctx, n):
 	case <-t.C: // not confirmed within the wait: ask again anyway
 	case <-ctx.Done():
-		l.leave(ctx, n, owner)
+		l.leave(ctx, n, req)
 		return false, ctx.Err()
 	}
 	for {
-		ok, wait, err = l.try(ctx, n, req, owner)
+		ok, wait, err = l.try(ctx, n, req)
 		if ok || err != nil {
 			return ok, err
 		}
 		wait = min(wait, time.Until(giveUp))
 		if wait <= 0 {
-			l.leave(ctx, n, owner)
+			l.leave(ctx, n, req)
 			return false, nil
 		}
 		t.Reset(wait)
@@ -217,7 +249,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 		case <-turn:
 		case <-t.C:
 		case <-ctx.Done():
-			l.leave(ctx, n, owner)
+			l.leave(ctx, n, req)
 			return false, ctx.Err()
 		}
 	}
@@ -299,15 +331,15 @@ func (l *Locker) read(life context.Context, sub *redis.PubSub) {
 
 // leave takes a request that stops waiting out of the line with leave.lua, so nobody waits for
 // its turn to pass; if it cannot (Redis is out of reach), its deadline drops it.
-func (l *Locker) leave(ctx context.Context, n *names, owner string) {
-	leaveScript.Run(context.WithoutCancel(ctx), l.rdb, n.keys[:3], owner, n.turn)
+func (l *Locker) leave(ctx context.Context, n *names, req *request) {
+	leaveScript.run(context.WithoutCancel(ctx), l.rdb, n.keys[:3], l.idArg, req.idArg, n.turnArg)
 }
 
 // try runs lock.lua once for req: whether the request holds the lock now, and else how long it may
 // wait before it asks again.
-func (l *Locker) try(ctx context.Context, n *names, req *request, owner string) (bool, time.Duration, error) {
+func (l *Locker) try(ctx context.Context, n *names, req *request) (bool, time.Duration, error) {
 	sent := time.Now()
-	r, err := lockScript.Run(ctx, l.rdb, n.keys, owner, l.ttlMs, l.stay).Int64Slice()
+	r, err := lockScript.run(ctx, l.rdb, n.keys, l.idArg, req.idArg, l.ttlMs, l.stay).Int64Slice()
 	if err != nil {
 		return false, 0, err
 	}
@@ -316,7 +348,7 @@ func (l *Locker) try(ctx context.Context, n *names, req *request, owner string) 
 			req.mu.Lock()
 			req.fence = r[1]
 			req.mu.Unlock()
-			l.guard(n.key, owner, req, sent)
+			l.guard(n, req, sent)
 		}
 		return true, 0, nil
 	}
@@ -327,97 +359,101 @@ func (l *Locker) try(ctx context.Context, n *names, req *request, owner string) 
 // drift (Redlock allows 1% of the lease + 2 ms) and the time a write takes to land, with room.
 func (l *Locker) margin() time.Duration { return l.ttl / 10 }
 
-// lease is one request's lease on a lock, kept by one timer: it fires TTL/3 after the lease was
-// last proved, to renew it, and, while a renewal is unanswered, when the lease could run out.
+// lease is one request's lease on a lock, kept by the process's clock.
 type lease struct {
-	key    string
-	owner  string
+	keys   []any // the lock's name alone, for renew.lua
 	req    *request
-	timer  *time.Timer
-	mu     sync.Mutex
+	due    time.Time // when to renew it: TTL/3 after it was last proved
 	until  time.Time // the lease is proved until then (the last answered try or renewal's send + TTL − margin)
 	asking bool      // a renewal is on its way
-	over   bool      // stopped: no callback may act any more
 }
 
 // guard starts the request's lease, valid at most until sent + TTL.
-func (l *Locker) guard(key, owner string, req *request, sent time.Time) {
-	g := &lease{key: key, owner: owner, req: req, until: sent.Add(l.ttl - l.margin())}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.timer = time.AfterFunc(l.ttl/3, func() { l.tick(g) })
+func (l *Locker) guard(n *names, req *request, sent time.Time) {
+	g := &lease{keys: n.keys[:1], req: req, due: time.Now().Add(l.ttl / 3), until: sent.Add(l.ttl - l.margin())}
 	l.mu.Lock()
-	l.leases[owner] = g
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	l.leases[req] = g
+	l.arm(g.due)
 }
 
-// tick is g's timer. Once the lease can no longer be proved, it ends the request; otherwise it
-// renews with renew.lua, unless a renewal is on its way already. A renewal answered pushes the
-// lease; one refused (the lock is not the request's) ends the request at once; one unanswered
-// leaves the lease where it was, and the timer waits for it only until the lease could run out.
-func (l *Locker) tick(g *lease) {
-	g.mu.Lock()
-	switch {
-	case g.over:
-		g.mu.Unlock()
-		return
-	case !time.Now().Before(g.until):
-		g.over = true
-		g.req.cancel(ErrLeaseLost)
-		g.mu.Unlock()
-		return
-	case g.asking:
-		g.timer.Reset(time.Until(g.until))
-		g.mu.Unlock()
-		return
-	case l.life.Err() != nil:
-		g.over = true // the process died; so does its timer
-		g.mu.Unlock()
+// arm makes sure the process's clock rings by at; l.mu is held. The clock is one timer for all the
+// process's leases (Redisson's watchdog runs on one timer wheel per client): a lock taken and given
+// back within TTL/3 does not move it.
+func (l *Locker) arm(at time.Time) {
+	if !l.rings.IsZero() && !at.Before(l.rings) {
 		return
 	}
-	g.asking = true
-	until := g.until
-	g.timer.Reset(time.Until(until)) // ends the request if this renewal is not answered in time
-	g.mu.Unlock()
+	l.rings = at
+	if l.clock == nil {
+		l.clock = time.AfterFunc(time.Until(at), l.tick)
+		return
+	}
+	l.clock.Reset(time.Until(at))
+}
 
+// tick is the process's clock. A lease that can no longer be proved ends its request; a lease due
+// is renewed, each renewal on its own; the clock is armed again for the next lease due, or, while a
+// renewal is unanswered, for when that lease could run out. A dead process's clock stops.
+func (l *Locker) tick() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rings = time.Time{}
+	if l.life.Err() != nil {
+		return
+	}
+	now := time.Now()
+	for req, g := range l.leases {
+		switch {
+		case !now.Before(g.until):
+			delete(l.leases, req)
+			req.cancel(ErrLeaseLost)
+		case g.asking:
+			l.arm(g.until)
+		case !now.Before(g.due):
+			g.asking = true
+			l.arm(g.until)
+			go l.renew(g, g.until)
+		default:
+			l.arm(g.due)
+		}
+	}
+}
+
+// renew renews g with renew.lua, within the time the lease can still be proved. A renewal
+// answered pushes the lease; one refused (the lock is not the request's) ends the request at once;
+// one unanswered leaves the lease where it was, to be renewed again or to run out.
+func (l *Locker) renew(g *lease, until time.Time) {
 	sent := time.Now()
 	ctx, cancel := context.WithDeadline(l.life, until)
-	n, err := renewScript.Run(ctx, l.rdb, []string{g.key}, g.owner, l.ttlMs).Int()
+	n, err := renewScript.run(ctx, l.rdb, g.keys, l.idArg, g.req.idArg, l.ttlMs).Int()
 	cancel()
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	g.asking = false
 	switch {
-	case g.over:
+	case l.leases[g.req] != g: // given back, or lost, meanwhile
 	case err == nil && n == 0:
-		g.over = true
-		g.timer.Stop()
+		delete(l.leases, g.req)
 		g.req.cancel(ErrLeaseLost)
 	case err == nil:
 		g.until = sent.Add(l.ttl - l.margin())
-		g.timer.Reset(l.ttl / 3)
+		g.due = time.Now().Add(l.ttl / 3)
+		l.arm(g.due)
 	default:
-		g.timer.Reset(min(l.ttl/3, time.Until(g.until)))
+		g.due = time.Now().Add(l.ttl / 3)
+		if g.until.Before(g.due) {
+			g.due = g.until
+		}
+		l.arm(g.due)
 	}
-}
-
-// stop stops g's timer; no callback of g acts after it returns.
-func (l *Locker) stop(g *lease) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.over = true
-	g.timer.Stop()
 }
 
 // release stops the request's lease guard.
-func (l *Locker) release(owner string) {
+func (l *Locker) release(req *request) {
 	l.mu.Lock()
-	g := l.leases[owner]
-	delete(l.leases, owner)
+	delete(l.leases, req)
 	l.mu.Unlock()
-	if g != nil {
-		l.stop(g)
-	}
 }
 
 // Unlock gives back one hold of the request in ctx with unlock.lua. The last one deletes the lock,
@@ -429,17 +465,17 @@ func (l *Locker) Unlock(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	n, owner := l.names(key), l.owner(req)
-	left, err := unlockScript.Run(ctx, l.rdb, n.keys[:2], owner, n.turn).Int64()
+	n := l.names(key)
+	left, err := unlockScript.run(ctx, l.rdb, n.keys[:2], l.idArg, req.idArg, n.turnArg).Int64()
 	switch {
 	case err != nil:
-		l.release(owner)
+		l.release(req)
 		return err
 	case left < 0:
-		l.release(owner)
+		l.release(req)
 		return steps.ErrNotOwner
 	case left == 0:
-		l.release(owner)
+		l.release(req)
 	}
 	return nil
 }
