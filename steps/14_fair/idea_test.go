@@ -172,3 +172,86 @@ func TestDeadWaiterIsDroppedAfterItsDeadline(t *testing.T) {
 		t.Errorf("the dead waiter's deadline is still kept (%v)", s)
 	}
 }
+
+// A process is told its turns on one subscription, opened the first time one of its requests
+// waits and kept for the next: three waits one after the other, and Redis counts one subscriber,
+// on one channel of the lock's. The release wakes the waiter at once, not after a lease.
+func TestOneSubscriptionPerProcess(t *testing.T) {
+	const ttl = 2 * time.Second // a wake-up that missed its message would take up to a lease
+	a := newArena(t, ttl)
+	holder, waiter := a.buyer("buyer-0"), a.buyer("buyer-1")
+	for wait := 1; wait <= 3; wait++ {
+		held, hdone := lock.WithRequest(context.Background())
+		if ok, err := holder.Lock(held, key); err != nil || !ok {
+			t.Fatalf("wait %d: holder's Lock = %v, %v", wait, ok, err)
+		}
+		var at time.Time // when the waiter got the lock; zero if it did not
+		over := make(chan struct{})
+		go func() {
+			defer close(over) // after its Unlock: the holder's next Lock finds the lock free
+			req, done := lock.WithRequest(context.Background())
+			defer done()
+			if ok, err := waiter.Lock(req, key); err != nil || !ok {
+				t.Errorf("wait %d: waiter's Lock = %v, %v", wait, ok, err)
+				return
+			}
+			at = time.Now()
+			if err := waiter.Unlock(req, key); err != nil {
+				t.Errorf("wait %d: waiter's Unlock = %v", wait, err)
+			}
+		}()
+		eventually(t, ttl/2, "the waiter did not join the line", func() bool { return a.inLine() == 1 })
+		eventually(t, ttl/2, "the waiter's process did not subscribe", func() bool {
+			return len(a.m.PubSubChannels(key+":turn:*")) == 1
+		})
+		released := time.Now()
+		if err := holder.Unlock(held, key); err != nil {
+			t.Fatalf("wait %d: holder's Unlock = %v", wait, err)
+		}
+		hdone()
+		<-over
+		if at.IsZero() {
+			return
+		}
+		if d := at.Sub(released); d > ttl/4 {
+			t.Errorf("wait %d: the waiter got the lock %v after the release; want at once (told on its channel)", wait, d)
+		}
+		chans := a.m.PubSubChannels(key + ":turn:*")
+		if n := a.m.PubSubNumSub(chans...); len(chans) != 1 || n[chans[0]] != 1 {
+			t.Errorf("wait %d: turn channels %v with subscribers %v; want one channel, one subscriber", wait, chans, n)
+		}
+	}
+}
+
+// Two requests of one process hold two locks at once, for three leases: the process's one clock
+// renews both, and neither request's context ends. Given back, the locks are gone at once.
+func TestOneClockRenewsEveryLeaseOfAProcess(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	a := newArena(t, ttl)
+	b := a.buyer("buyer-0")
+	keys := []string{key, "lock:product:1002"}
+	var reqs []context.Context
+	for _, k := range keys {
+		req, done := lock.WithRequest(context.Background())
+		defer done()
+		if ok, err := b.Lock(req, k); err != nil || !ok {
+			t.Fatalf("Lock(%s) = %v, %v", k, ok, err)
+		}
+		reqs = append(reqs, req)
+	}
+	time.Sleep(3 * ttl)
+	for i, k := range keys {
+		if !a.m.Exists(k) {
+			t.Errorf("after 3 leases, %s is gone: its lease was not renewed", k)
+		}
+		if err := context.Cause(reqs[i]); err != nil {
+			t.Errorf("after 3 leases, the request holding %s ended: %v", k, err)
+		}
+		if err := b.Unlock(reqs[i], k); err != nil {
+			t.Errorf("Unlock(%s) = %v", k, err)
+		}
+		if a.m.Exists(k) {
+			t.Errorf("after its Unlock, %s is still held", k)
+		}
+	}
+}
