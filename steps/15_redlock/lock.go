@@ -216,15 +216,16 @@ func sleep(ctx context.Context, d time.Duration) error {
 // drift and the time a write takes to land, with room.
 func (l *Locker) margin() time.Duration { return l.ttl / 10 }
 
-// lease is one request's lease on a lock: a timer that renews it every TTL/3, and a timer that
-// ends the request if no renewal has proved it by the time it could run out.
+// lease is one request's lease on a lock, kept by one timer: it fires TTL/3 after the lease was
+// last proved, to renew it, and, while a renewal is unanswered, when the lease could run out.
 type lease struct {
 	key    string
 	req    *request
-	renew  *time.Timer
-	expire *time.Timer
+	timer  *time.Timer
 	mu     sync.Mutex
-	over   bool // stopped: no callback may act any more
+	until  time.Time // the lease is proved until then (the last won try or proved renewal's send + TTL − drift − margin)
+	asking bool      // a renewal is on its way
+	over   bool      // stopped: no callback may act any more
 }
 
 // guarded reports whether the request has a lease guard already: a node that forgot the lock
@@ -237,26 +238,47 @@ func (l *Locker) guarded(req *request) bool {
 
 // guard starts the request's lease, valid at most until sent + TTL − drift.
 func (l *Locker) guard(key string, req *request, sent time.Time) {
-	g := &lease{key: key, req: req}
+	g := &lease{key: key, req: req, until: sent.Add(l.ttl - l.drift() - l.margin())}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.expire = time.AfterFunc(time.Until(sent.Add(l.ttl-l.drift()-l.margin())), func() { l.lost(g) })
-	g.renew = time.AfterFunc(l.ttl/3, func() { l.extend(g) })
+	g.timer = time.AfterFunc(l.ttl/3, func() { l.tick(g) })
 	l.mu.Lock()
 	l.leases[req.owner] = g
 	l.mu.Unlock()
 }
 
-// extend renews g with renew.lua on every node: renewed on a majority within the lease, it pushes
-// the guard's deadline; refused by a majority (the lock is not the request's there), it ends the
-// request at once; otherwise it leaves the deadline where it was.
-func (l *Locker) extend(g *lease) {
-	if l.life.Err() != nil {
-		l.stop(g) // the process died; so do its timers
+// tick is g's timer. Once the lease can no longer be proved, it ends the request; otherwise it
+// renews with renew.lua on every node, unless a renewal is on its way already. Renewed on a
+// majority within the lease, it pushes the lease; refused by a majority (the lock is not the
+// request's there), it ends the request at once; otherwise it leaves the lease where it was, and
+// the timer waits for it only until the lease could run out.
+func (l *Locker) tick(g *lease) {
+	g.mu.Lock()
+	switch {
+	case g.over:
+		g.mu.Unlock()
+		return
+	case !time.Now().Before(g.until):
+		g.over = true
+		g.req.cancel(ErrLeaseLost)
+		g.mu.Unlock()
+		return
+	case g.asking:
+		g.timer.Reset(time.Until(g.until))
+		g.mu.Unlock()
+		return
+	case l.life.Err() != nil:
+		g.over = true // the process died; so does its timer
+		g.mu.Unlock()
 		return
 	}
+	g.asking = true
+	until := g.until
+	g.timer.Reset(time.Until(until)) // ends the request if this renewal is not answered in time
+	g.mu.Unlock()
+
 	sent := time.Now()
-	ctx, cancel := context.WithDeadline(l.life, sent.Add(l.ttl-l.drift()-l.margin()))
+	ctx, cancel := context.WithDeadline(l.life, until)
 	renewed, refused := 0, 0
 	var mu sync.Mutex
 	l.onEach(ctx, func(ctx context.Context, c *redis.Client) (int64, error) {
@@ -274,39 +296,27 @@ func (l *Locker) extend(g *lease) {
 	cancel()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.asking = false
 	switch {
 	case g.over:
 	case refused >= l.quorum():
 		g.over = true
-		g.expire.Stop()
+		g.timer.Stop()
 		g.req.cancel(ErrLeaseLost)
 	case renewed >= l.quorum() && time.Since(sent) < l.ttl-l.drift():
-		g.expire.Reset(time.Until(sent.Add(l.ttl - l.drift() - l.margin())))
-		g.renew.Reset(l.ttl / 3)
+		g.until = sent.Add(l.ttl - l.drift() - l.margin())
+		g.timer.Reset(l.ttl / 3)
 	default:
-		g.renew.Reset(l.ttl / 3)
+		g.timer.Reset(min(l.ttl/3, time.Until(g.until)))
 	}
 }
 
-// lost ends the request whose lease could not be proved in time.
-func (l *Locker) lost(g *lease) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.over {
-		return
-	}
-	g.over = true
-	g.renew.Stop()
-	g.req.cancel(ErrLeaseLost)
-}
-
-// stop stops g's timers; no callback of g acts after it returns.
+// stop stops g's timer; no callback of g acts after it returns.
 func (l *Locker) stop(g *lease) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.over = true
-	g.renew.Stop()
-	g.expire.Stop()
+	g.timer.Stop()
 }
 
 // release stops the request's lease guard.
