@@ -29,9 +29,11 @@ import (
 type Locker struct {
 	rdb    *redis.Client
 	ttl    time.Duration
-	life   context.Context   // the process's: its leases stop with it
-	mu     sync.Mutex        // guards leases: requests of one process lock and unlock at once
-	leases map[string]*lease // the lease of each request that holds a lock, by owner token
+	life   context.Context     // the process's: its leases stop with it
+	mu     sync.Mutex          // guards leases and the clock: requests of one process lock and unlock at once
+	leases map[*request]*lease // the lease of each request that holds a lock
+	clock  *time.Timer         // the one timer of all the process's leases; nil until the first
+	rings  time.Time           // when the clock is armed for; zero when it is not
 }
 
 // New returns a Locker for the process p.
@@ -40,7 +42,7 @@ func New(p steps.Proc) steps.Locker {
 	if life == nil {
 		life = context.Background() // a Proc made by hand, not by a process
 	}
-	return &Locker{rdb: p.Redis, ttl: p.TTL, life: life, leases: map[string]*lease{}}
+	return &Locker{rdb: p.Redis, ttl: p.TTL, life: life, leases: map[*request]*lease{}}
 }
 
 // request is one request: its owner token, and the end of its context.
@@ -148,96 +150,101 @@ func sleep(ctx context.Context, d time.Duration) error {
 // drift (Redlock allows 1% of the lease + 2 ms) and the time a write takes to land, with room.
 func (l *Locker) margin() time.Duration { return l.ttl / 10 }
 
-// lease is one request's lease on a lock, kept by one timer: it fires TTL/3 after the lease was
-// last proved, to renew it, and, while a renewal is unanswered, when the lease could run out.
+// lease is one request's lease on a lock, kept by the process's clock.
 type lease struct {
 	key    string
 	req    *request
-	timer  *time.Timer
-	mu     sync.Mutex
+	due    time.Time // when to renew it: TTL/3 after it was last proved
 	until  time.Time // the lease is proved until then (the last answered try or renewal's send + TTL − margin)
 	asking bool      // a renewal is on its way
-	over   bool      // stopped: no callback may act any more
 }
 
 // guard starts the request's lease, valid at most until sent + TTL.
 func (l *Locker) guard(key string, req *request, sent time.Time) {
-	g := &lease{key: key, req: req, until: sent.Add(l.ttl - l.margin())}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.timer = time.AfterFunc(l.ttl/3, func() { l.tick(g) })
+	g := &lease{key: key, req: req, due: time.Now().Add(l.ttl / 3), until: sent.Add(l.ttl - l.margin())}
 	l.mu.Lock()
-	l.leases[req.owner] = g
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	l.leases[req] = g
+	l.arm(g.due)
 }
 
-// tick is g's timer. Once the lease can no longer be proved, it ends the request; otherwise it
-// renews with renew.lua, unless a renewal is on its way already. A renewal answered pushes the
-// lease; one refused (the lock is not the request's) ends the request at once; one unanswered
-// leaves the lease where it was, and the timer waits for it only until the lease could run out.
-func (l *Locker) tick(g *lease) {
-	g.mu.Lock()
-	switch {
-	case g.over:
-		g.mu.Unlock()
-		return
-	case !time.Now().Before(g.until):
-		g.over = true
-		g.req.cancel(ErrLeaseLost)
-		g.mu.Unlock()
-		return
-	case g.asking:
-		g.timer.Reset(time.Until(g.until))
-		g.mu.Unlock()
-		return
-	case l.life.Err() != nil:
-		g.over = true // the process died; so does its timer
-		g.mu.Unlock()
+// arm makes sure the process's clock rings by at; l.mu is held. The clock is one timer for all the
+// process's leases (Redisson's watchdog runs on one timer wheel per client): a lock taken and given
+// back within TTL/3 does not move it.
+func (l *Locker) arm(at time.Time) {
+	if !l.rings.IsZero() && !at.Before(l.rings) {
 		return
 	}
-	g.asking = true
-	until := g.until
-	g.timer.Reset(time.Until(until)) // ends the request if this renewal is not answered in time
-	g.mu.Unlock()
+	l.rings = at
+	if l.clock == nil {
+		l.clock = time.AfterFunc(time.Until(at), l.tick)
+		return
+	}
+	l.clock.Reset(time.Until(at))
+}
 
+// tick is the process's clock. A lease that can no longer be proved ends its request; a lease due
+// is renewed, each renewal on its own; the clock is armed again for the next lease due, or, while a
+// renewal is unanswered, for when that lease could run out. A dead process's clock stops.
+func (l *Locker) tick() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rings = time.Time{}
+	if l.life.Err() != nil {
+		return
+	}
+	now := time.Now()
+	for req, g := range l.leases {
+		switch {
+		case !now.Before(g.until):
+			delete(l.leases, req)
+			req.cancel(ErrLeaseLost)
+		case g.asking:
+			l.arm(g.until)
+		case !now.Before(g.due):
+			g.asking = true
+			l.arm(g.until)
+			go l.renew(g, g.until)
+		default:
+			l.arm(g.due)
+		}
+	}
+}
+
+// renew renews g with renew.lua, within the time the lease can still be proved. A renewal
+// answered pushes the lease; one refused (the lock is not the request's) ends the request at once;
+// one unanswered leaves the lease where it was, to be renewed again or to run out.
+func (l *Locker) renew(g *lease, until time.Time) {
 	sent := time.Now()
 	ctx, cancel := context.WithDeadline(l.life, until)
 	n, err := renewScript.Run(ctx, l.rdb, []string{g.key}, g.req.owner, l.ttl.Milliseconds()).Int()
 	cancel()
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	g.asking = false
 	switch {
-	case g.over:
+	case l.leases[g.req] != g: // given back, or lost, meanwhile
 	case err == nil && n == 0:
-		g.over = true
-		g.timer.Stop()
+		delete(l.leases, g.req)
 		g.req.cancel(ErrLeaseLost)
 	case err == nil:
 		g.until = sent.Add(l.ttl - l.margin())
-		g.timer.Reset(l.ttl / 3)
+		g.due = time.Now().Add(l.ttl / 3)
+		l.arm(g.due)
 	default:
-		g.timer.Reset(min(l.ttl/3, time.Until(g.until)))
+		g.due = time.Now().Add(l.ttl / 3)
+		if g.until.Before(g.due) {
+			g.due = g.until
+		}
+		l.arm(g.due)
 	}
-}
-
-// stop stops g's timer; no callback of g acts after it returns.
-func (l *Locker) stop(g *lease) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.over = true
-	g.timer.Stop()
 }
 
 // release stops the request's lease guard.
-func (l *Locker) release(owner string) {
+func (l *Locker) release(req *request) {
 	l.mu.Lock()
-	g := l.leases[owner]
-	delete(l.leases, owner)
+	delete(l.leases, req)
 	l.mu.Unlock()
-	if g != nil {
-		l.stop(g)
-	}
 }
 
 // Unlock gives back one hold of the request in ctx with unlock.lua. The last one deletes the lock
@@ -252,13 +259,13 @@ func (l *Locker) Unlock(ctx context.Context, key string) error {
 	left, err := unlockScript.Run(ctx, l.rdb, []string{key}, req.owner).Int64()
 	switch {
 	case err != nil:
-		l.release(req.owner)
+		l.release(req)
 		return err
 	case left < 0:
-		l.release(req.owner)
+		l.release(req)
 		return steps.ErrNotOwner
 	case left == 0:
-		l.release(req.owner)
+		l.release(req)
 	}
 	return nil
 }
