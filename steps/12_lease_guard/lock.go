@@ -213,7 +213,8 @@ func (l *Locker) tick() {
 
 // renew renews g with renew.lua, within the time the lease can still be proved. A renewal
 // answered pushes the lease; one refused (the lock is not the request's) ends the request at once;
-// one unanswered leaves the lease where it was, to be renewed again or to run out.
+// one unanswered leaves the lease where it was, and is sent again at half the time the lease has
+// left, until it is answered or the lease runs out.
 func (l *Locker) renew(g *lease, until time.Time) {
 	sent := time.Now()
 	ctx, cancel := context.WithDeadline(l.life, until)
@@ -231,11 +232,8 @@ func (l *Locker) renew(g *lease, until time.Time) {
 		g.until = sent.Add(l.ttl - l.margin())
 		g.due = time.Now().Add(l.ttl / 3)
 		l.arm(g.due)
-	default:
-		g.due = time.Now().Add(l.ttl / 3)
-		if g.until.Before(g.due) {
-			g.due = g.until
-		}
+	default: // asked again at half the time the lease has left: one round lost is not the end
+		g.due = time.Now().Add(min(l.ttl/3, time.Until(g.until)/2))
 		l.arm(g.due)
 	}
 }

@@ -290,7 +290,7 @@ func (l *Locker) tick() {
 // renew renews g with renew.lua on every node, within the time the lease can still be proved.
 // Renewed on a majority within the lease, it pushes the lease; refused by a majority (the lock is
 // not the request's there), it ends the request at once; otherwise it leaves the lease where it
-// was, to be renewed again or to run out.
+// was, and is sent again at half the time the lease has left, until it is proved or runs out.
 func (l *Locker) renew(g *lease, until time.Time) {
 	sent := time.Now()
 	ctx, cancel := context.WithDeadline(l.life, until)
@@ -321,11 +321,8 @@ func (l *Locker) renew(g *lease, until time.Time) {
 		g.until = sent.Add(l.ttl - l.drift() - l.margin())
 		g.due = time.Now().Add(l.ttl / 3)
 		l.arm(g.due)
-	default:
-		g.due = time.Now().Add(l.ttl / 3)
-		if g.until.Before(g.due) {
-			g.due = g.until
-		}
+	default: // asked again at half the time the lease has left: one round lost is not the end
+		g.due = time.Now().Add(min(l.ttl/3, time.Until(g.until)/2))
 		l.arm(g.due)
 	}
 }
