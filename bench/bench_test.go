@@ -89,8 +89,8 @@ func uniqueKey(kind, name string) string {
 // cnt, not yet dialled) and the Locker c builds on them, given the process's lifetime (ps's
 // context, cancelled by ps.stop) and the real wall clock. close closes the clients. Hazard: close
 // before the process's goroutines have stopped (ps.stop) and a watchdog's renewal fails on a
-// closed client; a lease timer (12–16) fires on its own, not through ps.Go, and is only stopped by
-// the Unlock that ends its hold, so a benchmark must give back every lock it took.
+// closed client; a lease clock (12–16) rings on its own, not through ps.Go, and renews every hold
+// not given back until ps.stop, so a benchmark must give back every lock it took.
 func newProc(c contender, addrs []string, id string, cnt *counter, ps *procs) (l steps.Locker, nodes []*redis.Client, close func()) {
 	nodes = make([]*redis.Client, len(addrs))
 	for i, addr := range addrs {
