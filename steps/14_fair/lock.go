@@ -59,7 +59,7 @@ func New(p steps.Proc) steps.Locker {
 		life = context.Background() // a Proc made by hand, not by a process
 	}
 	spawn := p.Go
-	if spawn == nil { // a Proc made by hand: its reader lives as long as the program
+	if spawn == nil { // a Proc made by hand: its reader ends when its client is closed
 		spawn = func(f func(context.Context)) { go f(life) }
 	}
 	b := make([]byte, 8)
@@ -262,10 +262,10 @@ func (l *Locker) listen(ctx context.Context, n *names) <-chan struct{} {
 // that is down is not dialled in a busy loop.
 const reconnectPause = 10 * time.Millisecond
 
-// read is the process's one reader of its turns, until the process dies: a confirmed subscription
-// releases the requests waiting for it; a turn wakes the request it names. A broken connection is
-// dialled again on the next read, which subscribes again; a turn told meanwhile is lost, and costs
-// its waiter one wait.
+// read is the process's one reader of its turns, until the process dies or its client is closed
+// (a Proc made by hand has no other end): a confirmed subscription releases the requests waiting
+// for it; a turn wakes the request it names. A broken connection is dialled again on the next
+// read, which subscribes again; a turn told meanwhile is lost, and costs its waiter one wait.
 func (l *Locker) read(life context.Context, sub *redis.PubSub) {
 	stop := context.AfterFunc(life, func() { sub.Close() }) // what ends a read blocked on the connection
 	defer stop()
