@@ -4,22 +4,86 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
+	"github.com/lockstep-lab/lockstep/internal/durable"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// Embedded is the in-process backend: miniredis instances whose TTLs run on the wall clock. Each
-// lock node is a primary with a replica fed by replaying, in order, every command the primary
-// answered; HoldReplication stops the feed, which is how a write gets lost on failover. Hazard:
-// miniredis is a model of Redis, not Redis; the server backend checks the same verdicts on the
-// real thing.
+// Embedded is the in-process backend: miniredis instances whose TTLs run on the process's clock —
+// the wall clock, or a testing/synctest bubble's fake one when the backend is opened inside a
+// bubble. Clients reach them through in-memory connections (memPipe), never a listener, so the
+// whole backend can live in a bubble. Each lock node is a primary with a replica fed by
+// replaying, in order, every command the primary answered; HoldReplication stops the feed, which
+// is how a write gets lost on failover. Hazard: miniredis is a model of Redis, not Redis; the
+// server backend checks the same verdicts on the real thing.
 type Embedded struct {
 	prefix    string
-	inventory *miniredis.Miniredis
+	inventory *mini
 	nodes     []*embNode
+}
+
+// mini is one miniredis, served without a listener.
+type mini struct {
+	m    *miniredis.Miniredis
+	srv  *server.Server
+	mu   sync.Mutex
+	down bool // closed: it refuses new connections
+}
+
+// newMini starts a miniredis with TTLs on the clock (ClockTTL), served on in-memory connections.
+// Hazard: inside a bubble it must be made inside the bubble, or its TTLs run on the wall clock.
+func newMini() (*mini, error) {
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	// Dial starts the server without a listener; the connection itself is not needed.
+	c, err := m.Dial()
+	if err != nil {
+		return nil, err
+	}
+	c.Close()
+	return &mini{m: m, srv: m.Server()}, nil
+}
+
+// errDown is what a dial of a closed (failed over, restarting) miniredis answers.
+var errDown = errors.New("redisenv: connection refused: the embedded node is down")
+
+// dial opens a new connection to the miniredis.
+func (x *mini) dial() (net.Conn, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.down {
+		return nil, errDown
+	}
+	client, server := memPipe()
+	x.srv.ServeConn(server)
+	return client, nil
+}
+
+// close shuts the miniredis: every connection to it breaks, and no new one opens.
+func (x *mini) close() {
+	x.mu.Lock()
+	x.down = true
+	x.mu.Unlock()
+	x.m.Close()
+}
+
+// memOptions configures a client whose every dial reaches dial(). Addr is never dialled: it is an
+// IP literal, so that go-redis resolves nothing (a resolver's state, once owned by one synctest
+// bubble, is fatal to the next), and a port nothing listens on. Maintenance notifications are
+// off (they would resolve Addr too), and CLIENT SETINFO is not sent.
+func memOptions(dial func() (net.Conn, error)) *redis.Options {
+	return &redis.Options{
+		Addr:                     "127.0.0.1:0",
+		Dialer:                   func(context.Context, string, string) (net.Conn, error) { return dial() },
+		DisableIdentity:          true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
 }
 
 // embNode is one embedded lock node: a primary and its replica.
@@ -28,22 +92,19 @@ type embNode struct {
 	admin *redis.Client
 	feed  *redis.Client // to the replica, while it is one
 
-	feedMu sync.Mutex // serialises lock commands with their replay, and with Failover and Restart
+	// feedMu serialises lock commands with their replay, and with Failover and Restart. It is
+	// held across round trips to both instances: a durable.Mutex, so a bubble's clock runs on
+	// while a command waits for it.
+	feedMu *durable.Mutex
 
 	clockMu sync.Mutex // guards clock
 	clock   time.Time  // the time the primary's clock was last set to; it never goes back
 
 	mu       sync.Mutex // guards the fields below
-	primary  *miniredis.Miniredis
-	replica  *miniredis.Miniredis // nil once promoted
+	primary  *mini
+	replica  *mini // nil once promoted
 	held     bool
 	promoted bool
-}
-
-func startMini() (*miniredis.Miniredis, error) {
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true)
-	return m, m.Start()
 }
 
 // NewEmbedded starts one lock node (a primary and its replica) and an inventory store.
@@ -53,22 +114,24 @@ func NewEmbedded() (*Embedded, error) { return NewEmbeddedNodes(1) }
 func NewEmbeddedNodes(n int) (*Embedded, error) {
 	e := &Embedded{prefix: newPrefix()}
 	var err error
-	if e.inventory, err = startMini(); err != nil {
+	if e.inventory, err = newMini(); err != nil {
 		return nil, err
 	}
 	for i := range max(n, 1) {
-		nd := &embNode{name: nodeName(i, n)}
-		if nd.primary, err = startMini(); err != nil {
+		nd := &embNode{name: nodeName(i, n), feedMu: durable.New()}
+		if nd.primary, err = newMini(); err != nil {
 			e.Close()
 			return nil, err
 		}
-		if nd.replica, err = startMini(); err != nil {
-			nd.primary.Close()
+		if nd.replica, err = newMini(); err != nil {
+			nd.primary.close()
 			e.Close()
 			return nil, err
 		}
-		nd.feed = redis.NewClient(&redis.Options{Addr: nd.replica.Addr(), PoolSize: 1})
-		nd.admin = redis.NewClient(followPrimary(nd.primaryAddr))
+		fo := memOptions(nd.replica.dial)
+		fo.PoolSize = 1
+		nd.feed = redis.NewClient(fo)
+		nd.admin = redis.NewClient(nd.Options())
 		e.nodes = append(e.nodes, nd)
 	}
 	return e, nil
@@ -98,9 +161,7 @@ func (e *Embedded) Nodes() []Node {
 }
 
 // InventoryOptions dials the inventory store.
-func (e *Embedded) InventoryOptions() *redis.Options {
-	return &redis.Options{Addr: e.inventory.Addr()}
-}
+func (e *Embedded) InventoryOptions() *redis.Options { return memOptions(e.inventory.dial) }
 
 // Close stops every instance.
 func (e *Embedded) Close() error {
@@ -108,22 +169,24 @@ func (e *Embedded) Close() error {
 		n.close()
 	}
 	if e.inventory != nil {
-		e.inventory.Close()
+		e.inventory.close()
 	}
 	return nil
 }
 
-func (n *embNode) primaryAddr() string {
+// dial opens a connection to whichever instance is primary now.
+func (n *embNode) dial() (net.Conn, error) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.primary.Addr()
+	p := n.primary
+	n.mu.Unlock()
+	return p.dial()
 }
 
 // Name names the node.
 func (n *embNode) Name() string { return n.name }
 
 // Options dials whichever instance is primary at dial time.
-func (n *embNode) Options() *redis.Options { return followPrimary(n.primaryAddr) }
+func (n *embNode) Options() *redis.Options { return memOptions(n.dial) }
 
 // Hook feeds the replica (see feedHook).
 func (n *embNode) Hook() redis.Hook { return feedHook{n} }
@@ -161,7 +224,7 @@ func (n *embNode) Failover(ctx context.Context) error {
 	if n.promoted {
 		return errors.New("redisenv: the replica was already promoted; there is nothing left to fail over to")
 	}
-	n.primary.Close()
+	n.primary.close()
 	n.primary, n.replica, n.promoted = n.replica, nil, true
 	return nil
 }
@@ -173,13 +236,14 @@ func (n *embNode) Restart(ctx context.Context) error {
 	defer n.feedMu.Unlock()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.primary.Close()
-	n.primary.FlushAll()
-	if err := n.primary.Restart(); err != nil {
+	n.primary.close()
+	fresh, err := newMini()
+	if err != nil {
 		return fmt.Errorf("redisenv: restarting %s: %w", n.name, err)
 	}
+	n.primary = fresh
 	if n.replica != nil {
-		n.replica.FlushAll()
+		n.replica.m.FlushAll()
 	}
 	return nil
 }
@@ -194,10 +258,10 @@ func (n *embNode) close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.primary != nil {
-		n.primary.Close()
+		n.primary.close()
 	}
 	if n.replica != nil {
-		n.replica.Close()
+		n.replica.close()
 	}
 }
 
@@ -251,3 +315,27 @@ func (h feedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		return err
 	}
 }
+
+// Mini is one embedded miniredis with nothing around it (no replica, no prefix, no watcher): a
+// step's own tests use it to check the step's idea against a server they control. Its clients
+// reach it through memory, so it works inside a testing/synctest bubble (made inside the bubble,
+// its TTLs run on the bubble's clock).
+type Mini struct {
+	*miniredis.Miniredis
+	x *mini
+}
+
+// NewMini starts a Mini.
+func NewMini() (*Mini, error) {
+	x, err := newMini()
+	if err != nil {
+		return nil, err
+	}
+	return &Mini{Miniredis: x.m, x: x}, nil
+}
+
+// Options configures a new client of the Mini.
+func (m *Mini) Options() *redis.Options { return memOptions(m.x.dial) }
+
+// Close shuts the Mini: every connection to it breaks.
+func (m *Mini) Close() { m.x.close() }

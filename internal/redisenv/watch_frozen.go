@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/lockstep-lab/lockstep/internal/durable"
 )
 
 // frozenWatcher is the embedded backend's exact watcher. miniredis expires keys lazily, whenever a
@@ -24,13 +24,13 @@ type frozenWatcher struct {
 	n   *embNode
 	key string
 
-	mu       sync.Mutex
-	last     Value     // the key after the last Observe or Resync
-	deadline time.Time // when last expires on the node's clock; zero if it has no expiry
+	mu       *durable.Mutex // held across the observed command's round trip
+	last     Value          // the key after the last Observe or Resync
+	deadline time.Time      // when last expires on the node's clock; zero if it has no expiry
 }
 
 func newFrozenWatcher(n *embNode, key string) (*frozenWatcher, error) {
-	w := &frozenWatcher{n: n, key: key}
+	w := &frozenWatcher{n: n, key: key, mu: durable.New()}
 	if _, err := w.Resync(context.Background()); err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (w *frozenWatcher) remember(v Value, now time.Time, ttl time.Duration) {
 func (n *embNode) current() *miniredis.Miniredis {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.primary
+	return n.primary.m
 }
 
 // freeze sets the current primary's clock to now (never backwards) and returns the primary and

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/durable"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/redis/go-redis/v9"
@@ -93,7 +94,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 			w = blindWatcher{err}
 			a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the referee cannot watch the lock on %s: %v", n.Name(), err))
 		}
-		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, owners: map[string]int{}})
+		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, owners: map[string]int{}, turn: durable.New()})
 	}
 	a.idle = newIdleProbe(a, a.nodes[0])
 	a.ref.waits.kick = a.idle.kick

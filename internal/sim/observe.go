@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/durable"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/redis/go-redis/v9"
@@ -18,7 +18,10 @@ type nodeEye struct {
 	i    int
 	node redisenv.Node
 	w    redisenv.Watcher
-	turn sync.Mutex // one observed command (or failover) on the node at a time
+	// turn lets one observed command (or failover, or restart) at a time reach the node. It is
+	// held across the command's round trip: a durable.Mutex, so a bubble's clock runs on while
+	// other commands wait for it.
+	turn *durable.Mutex
 
 	// The fields below are guarded by the arena's mu.
 	val        redisenv.Value

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"testing/synctest"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
@@ -65,20 +67,20 @@ func fromModuleRoot(dir string) string {
 // Run plays every scenario against st: a subtest per scenario, and inside it a subtest per
 // violation kind found, named after the kind and logging the sentence that explains it.
 //
-// The scenarios run in parallel (go test's -parallel, GOMAXPROCS by default), each on its own
-// backend: a staged interleaving holds however late either side runs. The load scenario, whose
-// counts and idle time are measured rather than staged, runs alone first.
+// On the embedded backend every scenario plays in virtual time (Play): a stalled machine costs
+// no simulated time, so a verdict cannot depend on load, and all scenarios run in parallel. On
+// a backend of real processes (server, container, url) they play on the wall clock; the load
+// scenario, whose counts and idle time are measured there rather than staged, runs alone first.
 func Run(t *testing.T, st *steps.Step) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	strict := os.Getenv("LAB_STRICT") == "1"
 	for _, sc := range steps.Scenarios {
 		t.Run(string(sc), func(t *testing.T) {
-			if sc != steps.Load {
+			if sc != steps.Load || Virtual() {
 				t.Parallel()
 			}
-			env := Env(t, redisenv.Options{Nodes: st.Nodes})
-			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+			rep, err := Play(t, st, sc)
 			if errors.Is(err, sim.ErrCannotStage) {
 				t.Skip(err) // a failover with no replica, a restart of a server the lab does not own
 			}
@@ -114,6 +116,37 @@ func Run(t *testing.T, st *steps.Step) {
 	}
 }
 
+// Virtual reports whether the backend $LAB_REDIS names runs in virtual time under go test: the
+// embedded one, whose Redis lives in the test's own process.
+func Virtual() bool {
+	b := os.Getenv("LAB_REDIS")
+	return b == "" || b == "embedded"
+}
+
+// Play plays scenario sc against st on a fresh backend of the kind $LAB_REDIS names. On the
+// embedded backend it plays inside a testing/synctest bubble: the backend, every buyer, every
+// lease and fault run on the bubble's fake clock, which moves only when every goroutine of the
+// run waits, so the run takes the same simulated time however loaded the machine is. Hazard:
+// nothing that Play's caller started may be used inside the bubble, and the run must end every
+// goroutine it started (sim.Run does) or the bubble panics.
+func Play(t *testing.T, st *steps.Step, sc steps.Scenario) (rep *sim.Report, err error) {
+	t.Helper()
+	if !Virtual() {
+		env := Env(t, redisenv.Options{Nodes: st.Nodes})
+		return sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		env, oerr := redisenv.NewEmbeddedNodes(max(st.Nodes, 1))
+		if oerr != nil {
+			err = oerr
+			return
+		}
+		defer env.Close()
+		rep, err = sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+	})
+	return rep, err
+}
+
 // Env opens the backend $LAB_REDIS names for one test, with the topology o asks for, and closes
 // it when the test ends. A backend this machine lacks (no Docker daemon, no redis-server) skips
 // the test with the reason, except under CI=true, where a backend asked for and missing fails it.
@@ -132,4 +165,22 @@ func Env(t testing.TB, o redisenv.Options) redisenv.Env {
 	}
 	t.Cleanup(func() { env.Close() })
 	return env
+}
+
+// Mini starts a miniredis for a test of a step's own idea and a client of it, both closed when
+// the test ends. Called inside a testing/synctest bubble (synctest.Test), the server's TTLs,
+// the client's deadlines and the step's timers all run on the bubble's clock: the test's
+// sleeps cost no wall time and no load can move them.
+func Mini(t testing.TB) (*redisenv.Mini, *redis.Client) {
+	t.Helper()
+	m, err := redisenv.NewMini()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(m.Options())
+	t.Cleanup(func() {
+		rdb.Close()
+		m.Close()
+	})
+	return m, rdb
 }

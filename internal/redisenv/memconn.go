@@ -1,0 +1,182 @@
+package redisenv
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// memPipe returns the two ends of an in-memory connection, the embedded backend's way from a
+// client to a miniredis without a listener. Unlike net.Pipe, a write never waits for the reader:
+// each direction has a buffer, as a socket does. Hazard: with net.Pipe, a PUBLISH to a subscriber
+// whose process is frozen (it reads nothing) blocks miniredis inside the command, with its lock
+// held, and every other client of the node waits with it; a real server's socket buffer takes
+// the message and moves on. Everything here blocks on channels and timers only, so it runs inside
+// a testing/synctest bubble.
+func memPipe() (client, server net.Conn) {
+	a, b := newMemBuf(), newMemBuf()
+	client = &memConn{in: a, out: b, rd: newDeadline(), wd: newDeadline()}
+	server = &memConn{in: b, out: a, rd: newDeadline(), wd: newDeadline()}
+	return client, server
+}
+
+// memBuf is one direction of a memPipe: what one end wrote and the other has not read yet.
+type memBuf struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	closed bool
+	ready  chan struct{} // one slot: something arrived, or the pipe closed
+}
+
+func newMemBuf() *memBuf { return &memBuf{ready: make(chan struct{}, 1)} }
+
+func (b *memBuf) signal() {
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (b *memBuf) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.signal()
+}
+
+// memConn is one end of a memPipe.
+type memConn struct {
+	in, out *memBuf
+	rd, wd  *deadline
+	shut    atomic.Bool // this end was closed: its own reads and writes fail
+}
+
+func (c *memConn) Read(p []byte) (int, error) {
+	for {
+		if c.shut.Load() {
+			return 0, net.ErrClosed
+		}
+		c.in.mu.Lock()
+		if c.in.buf.Len() > 0 {
+			n, _ := c.in.buf.Read(p)
+			more := c.in.buf.Len() > 0
+			c.in.mu.Unlock()
+			if more {
+				c.in.signal() // another reader, or this one's next call, need not wait
+			}
+			return n, nil
+		}
+		closed := c.in.closed
+		c.in.mu.Unlock()
+		if closed {
+			return 0, io.EOF
+		}
+		select {
+		case <-c.in.ready:
+		case <-c.rd.wait():
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+func (c *memConn) Write(p []byte) (int, error) {
+	if c.shut.Load() {
+		return 0, net.ErrClosed
+	}
+	select {
+	case <-c.wd.wait():
+		return 0, os.ErrDeadlineExceeded
+	default:
+	}
+	c.out.mu.Lock()
+	if c.out.closed {
+		// The other end is gone. As over TCP, the write is taken and lost, and the reply that
+		// never comes reads as io.EOF: a client retries on a new connection.
+		c.out.mu.Unlock()
+		return len(p), nil
+	}
+	n, _ := c.out.buf.Write(p)
+	c.out.mu.Unlock()
+	c.out.signal()
+	return n, nil
+}
+
+// Close closes both directions: the other end reads what is left, then io.EOF.
+func (c *memConn) Close() error {
+	c.shut.Store(true)
+	c.in.close()
+	c.out.close()
+	return nil
+}
+
+func (c *memConn) LocalAddr() net.Addr  { return memAddr{} }
+func (c *memConn) RemoteAddr() net.Addr { return memAddr{} }
+
+func (c *memConn) SetDeadline(t time.Time) error {
+	c.rd.set(t)
+	c.wd.set(t)
+	return nil
+}
+func (c *memConn) SetReadDeadline(t time.Time) error  { c.rd.set(t); return nil }
+func (c *memConn) SetWriteDeadline(t time.Time) error { c.wd.set(t); return nil }
+
+type memAddr struct{}
+
+func (memAddr) Network() string { return "mem" }
+func (memAddr) String() string  { return "mem" }
+
+// deadline is a read or write deadline of a memConn: a channel closed once it has passed (as
+// net.Pipe keeps its own).
+type deadline struct {
+	mu     sync.Mutex
+	timer  *time.Timer
+	cancel chan struct{}
+}
+
+func newDeadline() *deadline { return &deadline{cancel: make(chan struct{})} }
+
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil && !d.timer.Stop() {
+		<-d.cancel // the timer fired: wait until its function has closed cancel
+	}
+	d.timer = nil
+	closed := isClosed(d.cancel)
+	if t.IsZero() {
+		if closed {
+			d.cancel = make(chan struct{})
+		}
+		return
+	}
+	if dur := time.Until(t); dur > 0 {
+		if closed {
+			d.cancel = make(chan struct{})
+		}
+		c := d.cancel
+		d.timer = time.AfterFunc(dur, func() { close(c) })
+		return
+	}
+	if !closed {
+		close(d.cancel)
+	}
+}
+
+func (d *deadline) wait() chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cancel
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
