@@ -143,22 +143,24 @@ func TestAdversaries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name+"/"+string(c.sc), func(t *testing.T) {
-			env := steptest.Env(t, redisenv.Options{})
-			st := &steps.Step{Slug: "adversary", New: c.new, Order: c.order}
-			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, c.sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, unjudged := orEmpty(c.want), orEmpty(c.unjudged)
-			if !slices.Equal(rep.Violations, want) || !slices.Equal(rep.Unjudged, unjudged) {
-				t.Errorf("want violations %v and unjudged %v; got %v and %v\n%s", want, unjudged, rep.Violations, rep.Unjudged, rep.Text())
-			}
-			if c.name == "hand-off lock" {
-				// Judged or not, a lock that only ever deletes its own never releases another's.
-				if slices.Contains(rep.Found, steps.ForeignRelease) {
-					t.Errorf("a foreign release was found where there is none:\n%s", rep.Text())
+			steptest.Bubble(t, func(t *testing.T) {
+				env := steptest.Env(t, redisenv.Options{})
+				st := &steps.Step{Slug: "adversary", New: c.new, Order: c.order}
+				rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env}, c.sc)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
+				want, unjudged := orEmpty(c.want), orEmpty(c.unjudged)
+				if !slices.Equal(rep.Violations, want) || !slices.Equal(rep.Unjudged, unjudged) {
+					t.Errorf("want violations %v and unjudged %v; got %v and %v\n%s", want, unjudged, rep.Violations, rep.Unjudged, rep.Text())
+				}
+				if c.name == "hand-off lock" {
+					// Judged or not, a lock that only ever deletes its own never releases another's.
+					if slices.Contains(rep.Found, steps.ForeignRelease) {
+						t.Errorf("a foreign release was found where there is none:\n%s", rep.Text())
+					}
+				}
+			})
 		})
 	}
 }
@@ -260,21 +262,23 @@ func TestRefereeSaysWhatItCannotSee(t *testing.T) {
 		}
 	})
 	t.Run("past the deadline", func(t *testing.T) {
-		wake := make(chan struct{})
-		defer close(wake)
-		st := &steps.Step{Slug: "sleeper", New: func(p steps.Proc) steps.Locker {
-			return lockFunc{lock: func(ctx context.Context, key string) (bool, error) {
-				<-wake // deaf to its context, until the test ends
-				return false, nil
-			}, unlock: func(context.Context, string) error { return nil }}
-		}, Order: orderDefer}
-		tm := sim.Timing{TTL: 30 * time.Millisecond, Work: 3 * time.Millisecond, RTT: 250 * time.Microsecond}
-		rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: steptest.Env(t, redisenv.Options{}), Timing: tm}, steps.Contention)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.TimedOut == "" || rep.Complete() {
-			t.Fatalf("a run past its deadline was judged:\n%s", rep.Text())
-		}
+		steptest.Bubble(t, func(t *testing.T) {
+			wake := make(chan struct{})
+			defer close(wake)
+			st := &steps.Step{Slug: "sleeper", New: func(p steps.Proc) steps.Locker {
+				return lockFunc{lock: func(ctx context.Context, key string) (bool, error) {
+					<-wake // deaf to its context, until the test ends
+					return false, nil
+				}, unlock: func(context.Context, string) error { return nil }}
+			}, Order: orderDefer}
+			tm := sim.Timing{TTL: 30 * time.Millisecond, Work: 3 * time.Millisecond, RTT: 250 * time.Microsecond}
+			rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: steptest.Env(t, redisenv.Options{}), Timing: tm}, steps.Contention)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.TimedOut == "" || rep.Complete() {
+				t.Fatalf("a run past its deadline was judged:\n%s", rep.Text())
+			}
+		})
 	})
 }

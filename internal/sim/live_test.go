@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
@@ -39,18 +40,20 @@ func injectInto(t *testing.T, l *sim.Live, f sim.Fault) int {
 // TestLiveCrashLeavesStuckLock injects a crash into the holder of step 03's lock (no TTL) in a
 // live session, and checks the session reports the stuck lock and stops every goroutine.
 func TestLiveCrashLeavesStuckLock(t *testing.T) {
-	st, _ := catalog.Find("03")
-	tm := sim.DefaultTiming()
-	l, err := sim.StartLive(sim.Config{Step: st, Env: embedded(t), Stock: 50, Timing: tm}, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	who := injectInto(t, l, sim.FaultCrash)
-	time.Sleep(3 * tm.TTL)
-	rep := l.Stop()
-	if !rep.Stuck || rep.StuckOwner != who {
-		t.Fatalf("crashed holder %d: want a stuck lock owned by it, got stuck=%v owner=%d\n%s", who, rep.Stuck, rep.StuckOwner, rep.Text())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		st, _ := catalog.Find("03")
+		tm := sim.DefaultTiming()
+		l, err := sim.StartLive(sim.Config{Step: st, Env: embedded(t), Stock: 50, Timing: tm}, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		who := injectInto(t, l, sim.FaultCrash)
+		time.Sleep(3 * tm.TTL)
+		rep := l.Stop()
+		if !rep.Stuck || rep.StuckOwner != who {
+			t.Fatalf("crashed holder %d: want a stuck lock owned by it, got stuck=%v owner=%d\n%s", who, rep.Stuck, rep.StuckOwner, rep.Text())
+		}
+	})
 }
 
 // TestLiveNoFalseForeignRelease: while buyers spin on the lock (steps 07–09), a holder is paused
@@ -65,23 +68,25 @@ func TestLiveNoFalseForeignRelease(t *testing.T) {
 	}{{"09", sim.FaultPause}, {"07", sim.FaultSlow}} {
 		t.Run(c.step+"/"+string(c.f), func(t *testing.T) {
 			t.Parallel()
-			st, _ := catalog.Find(c.step)
-			for i := range sessions() {
-				tm := sim.DefaultTiming()
-				l, err := sim.StartLive(sim.Config{Step: st, Env: embedded(t), Stock: 100, Timing: tm}, 6)
-				if err != nil {
-					t.Fatal(err)
+			synctest.Test(t, func(t *testing.T) {
+				st, _ := catalog.Find(c.step)
+				for i := range sessions() {
+					tm := sim.DefaultTiming()
+					l, err := sim.StartLive(sim.Config{Step: st, Env: embedded(t), Stock: 100, Timing: tm}, 6)
+					if err != nil {
+						t.Fatal(err)
+					}
+					injectInto(t, l, c.f)
+					time.Sleep(4 * tm.TTL)
+					rep := l.Stop()
+					if slices.Contains(rep.Found, steps.ForeignRelease) {
+						t.Fatalf("session %d: a foreign release on step %s:\n%s", i, st.Slug, rep.Text())
+					}
+					if !rep.Complete() {
+						t.Fatalf("session %d: no verdict: %s", i, rep.Why())
+					}
 				}
-				injectInto(t, l, c.f)
-				time.Sleep(4 * tm.TTL)
-				rep := l.Stop()
-				if slices.Contains(rep.Found, steps.ForeignRelease) {
-					t.Fatalf("session %d: a foreign release on step %s:\n%s", i, st.Slug, rep.Text())
-				}
-				if !rep.Complete() {
-					t.Fatalf("session %d: no verdict: %s", i, rep.Why())
-				}
-			}
+			})
 		})
 	}
 }
@@ -97,30 +102,32 @@ func sessions() int {
 // TestLiveRetireFinishesTheOrder: retiring a buyer (the lab's -) lets its order finish, unlock
 // included; it must never be the lab that leaves a lock behind.
 func TestLiveRetireFinishesTheOrder(t *testing.T) {
-	st, _ := catalog.Find("03")
-	tm := sim.DefaultTiming()
-	var mu sync.Mutex
-	var done []string
-	l, err := sim.StartLive(sim.Config{Step: st, Env: embedded(t), Stock: 50, Timing: tm, OnEvent: func(e sim.Event) {
-		if e.Kind == sim.EvDone && e.Buyer == 1 {
-			mu.Lock()
-			done = append(done, e.Detail)
-			mu.Unlock()
+	synctest.Test(t, func(t *testing.T) {
+		st, _ := catalog.Find("03")
+		tm := sim.DefaultTiming()
+		var mu sync.Mutex
+		var done []string
+		l, err := sim.StartLive(sim.Config{Step: st, Env: embedded(t), Stock: 50, Timing: tm, OnEvent: func(e sim.Event) {
+			if e.Kind == sim.EvDone && e.Buyer == 1 {
+				mu.Lock()
+				done = append(done, e.Detail)
+				mu.Unlock()
+			}
+		}}, 1)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	injectInto(t, l, sim.FaultSlow) // buyer 1 is inside, for 3 × TTL
-	l.SetBuyers(0)
-	time.Sleep(4 * tm.TTL)
-	rep := l.Stop()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(done) == 0 || done[len(done)-1] != "ok" {
-		t.Fatalf("the retired buyer's order did not finish: %q", done)
-	}
-	if rep.Stuck {
-		t.Fatalf("retiring a buyer left the lock stuck:\n%s", rep.Text())
-	}
+		injectInto(t, l, sim.FaultSlow) // buyer 1 is inside, for 3 × TTL
+		l.SetBuyers(0)
+		time.Sleep(4 * tm.TTL)
+		rep := l.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(done) == 0 || done[len(done)-1] != "ok" {
+			t.Fatalf("the retired buyer's order did not finish: %q", done)
+		}
+		if rep.Stuck {
+			t.Fatalf("retiring a buyer left the lock stuck:\n%s", rep.Text())
+		}
+	})
 }

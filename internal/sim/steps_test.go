@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
@@ -38,21 +39,23 @@ func TestUnlockOutlivesTheRequest(t *testing.T) {
 			continue // 01 and 17 take no lock: there is no unlock to outlive anything
 		}
 		t.Run(st.Slug, func(t *testing.T) {
-			a, p := stepArena(t, st)
-			ctx, cancel := context.WithCancel(context.Background())
-			p.arm(FaultSlow)
-			done := make(chan error, 1)
-			go func() { done <- a.order(ctx, p, nil) }()
-			for a.Holder() != p.n {
-				time.Sleep(time.Millisecond)
-			}
-			cancel()
-			if err := <-done; !errors.Is(err, context.Canceled) {
-				t.Fatalf("the cancelled order returned %v", err)
-			}
-			if st := a.Lock(context.Background()); st.Held {
-				t.Fatalf("the lock is still held after the request's context ended: %+v", st)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				a, p := stepArena(t, st)
+				ctx, cancel := context.WithCancel(context.Background())
+				p.arm(FaultSlow)
+				done := make(chan error, 1)
+				go func() { done <- a.order(ctx, p, nil) }()
+				for a.Holder() != p.n {
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+				if err := <-done; !errors.Is(err, context.Canceled) {
+					t.Fatalf("the cancelled order returned %v", err)
+				}
+				if st := a.Lock(context.Background()); st.Held {
+					t.Fatalf("the lock is still held after the request's context ended: %+v", st)
+				}
+			})
 		})
 	}
 }
@@ -66,14 +69,16 @@ func TestUnlockWithoutHoldTouchesNothing(t *testing.T) {
 			continue
 		}
 		t.Run(st.Slug, func(t *testing.T) {
-			a, p := stepArena(t, st)
-			err := p.locker.inner.Unlock(context.Background(), a.lockKey)
-			if !errors.Is(err, steps.ErrNotOwner) {
-				t.Errorf("Unlock without a hold returned %v, want ErrNotOwner", err)
-			}
-			if n := a.Report(context.Background(), steps.Load).Commands; n != 0 {
-				t.Errorf("Unlock without a hold sent %d commands", n)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				a, p := stepArena(t, st)
+				err := p.locker.inner.Unlock(context.Background(), a.lockKey)
+				if !errors.Is(err, steps.ErrNotOwner) {
+					t.Errorf("Unlock without a hold returned %v, want ErrNotOwner", err)
+				}
+				if n := a.Report(context.Background(), steps.Load).Commands; n != 0 {
+					t.Errorf("Unlock without a hold sent %d commands", n)
+				}
+			})
 		})
 	}
 }

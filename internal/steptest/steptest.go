@@ -123,6 +123,18 @@ func Virtual() bool {
 	return b == "" || b == "embedded"
 }
 
+// Bubble runs f inside a testing/synctest bubble when the backend $LAB_REDIS names runs in
+// virtual time (Virtual), and directly otherwise: a test that opens its backend with Env inside
+// f plays on the bubble's clock where it can, on the wall clock where it must (real processes).
+func Bubble(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	if Virtual() {
+		synctest.Test(t, f)
+		return
+	}
+	f(t)
+}
+
 // Play plays scenario sc against st on a fresh backend of the kind $LAB_REDIS names. On the
 // embedded backend it plays inside a testing/synctest bubble: the backend, every buyer, every
 // lease and fault run on the bubble's fake clock, which moves only when every goroutine of the
