@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,21 +14,26 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/matrix"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
 // Grading a learner's lock. The lab cannot import a package it has never heard of, and a learner
 // should not have to edit the catalog to be graded. So "lab grade DIR" checks DIR's source
-// (inspectLearner), then builds this very lab again with one more file laid over it by
-// go build -overlay: a file that imports DIR's package and hands its New and Order to
-// registerLearner. That second lab runs the same command and, finding the learner's step
-// registered, plays it through the same code as "lab matrix" (playRow). "lab -dir DIR" opens the
-// terminal lab the same way, with the learner's lock as the picker's last line.
+// (inspectLearner), then builds the test binary of internal/matrix with one more file laid over
+// it by go test -c -overlay: a file that imports DIR's package and hands its New and Order to
+// that package's TestGrade. The test binary plays the learner's row as "lab matrix" plays a
+// step's (matrix.Row), each cell of the embedded backend inside a testing/synctest bubble, so the
+// grade is in virtual time: the same on a busy laptop as on an idle one. It writes the row as
+// JSON; grade prints it. "lab -dir DIR" opens the terminal lab, which runs on the wall clock, the
+// same way with the lab itself: the learner's lock is the picker's last line.
 
 // learner is the learner's step when this binary was built with their package laid over it;
 // nil in the lab as shipped. learnerDir is that package's folder, absolute.
@@ -80,16 +86,14 @@ type gradeFlags struct {
 }
 
 // gradeCmd grades the package in the folder its one argument names: every scenario, its row, a
-// sentence per violation; an error (exit 1) when anything was violated or not judged. Hazard: in
-// the lab as shipped it only checks and builds; the grading itself happens in the lab it builds,
-// which runs this same function with learner set.
+// sentence per violation; an error (exit 1) when anything was violated or not judged.
 func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("grade", "lab grade [-nodes 1] [-redis embedded] [-json] DIR\n\n"+
 		"Grades the lock package in DIR (a folder inside this module, e.g. steps/mine: a copy of a step,\n"+
 		"changed). It must export "+wantNew+", and may export\n"+
 		wantOrder+" (without it, the lab's steps.DefaultOrder places the orders).\n"+
-		"Every scenario is played against it as the matrix plays the steps; exit 0 when nothing was\n"+
-		"violated, 1 when something was, 2 on bad input.", stderr)
+		"Every scenario is played against it as the matrix plays the steps, in virtual time on the\n"+
+		"embedded backend; exit 0 when nothing was violated, 1 when something was, 2 on bad input.", stderr)
 	var f gradeFlags
 	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets (Proc.Nodes): 3 for a quorum lock such as step 15's")
 	fs.StringVar(&f.backend, "redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
@@ -101,12 +105,8 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	if f.nodes < 1 || f.nodes > 9 {
 		return usageError("-nodes %d: want 1…9 lock nodes", f.nodes)
 	}
-	if learner != nil {
-		if err := sameDir(dir); err != nil {
-			return err
-		}
-		defer stopOnSignal()()
-		return gradeRow(learner, f, stdout, stderr)
+	if err := redisenv.CheckName(f.backend, redisenv.Options{Nodes: f.nodes}); err != nil {
+		return usageError("%v", err)
 	}
 	p, err := inspectLearner(dir)
 	if err != nil {
@@ -115,7 +115,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	if p.readsNodes && f.nodes == 1 {
 		fmt.Fprintf(stderr, "lab: note: %s reads Proc.Nodes; with -nodes 1 there is one lock node (-nodes 3 for a quorum)\n", p.rel)
 	}
-	return runLearnerLab(p, f.nodes, append([]string{"grade"}, args...), stdout, stderr)
+	return gradeLearner(p, f, stdout, stderr)
 }
 
 // parseWithDir parses fs's flags before and after the one folder argument, as a learner types
@@ -134,64 +134,114 @@ func parseWithDir(fs *flag.FlagSet, args []string) (string, error) {
 	return dir, nil
 }
 
-// sameDir checks that dir is the folder this lab was built to grade.
-func sameDir(dir string) error {
-	abs, err := filepath.Abs(dir)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
+// gradeLearner builds the grading test binary with p laid over it, runs it, and prints the row it
+// wrote: a line per scenario, a sentence per violation, then the Markdown row to read beside the
+// README's matrix (or the row as JSON). Ctrl-C or a SIGTERM stops the binary; either way the
+// build is removed.
+func gradeLearner(p *learnerPkg, f gradeFlags, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tmp, err := os.MkdirTemp("", "lockstep-grade-")
+	if err != nil {
+		return err
 	}
-	if err != nil || abs != learnerDir {
-		return usageError("this lab was built to grade %s, not %s", learner.Slug, dir)
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(stderr, "lab: building the grader with %s (go test -c; the first time takes a while)…\n", p.rel)
+	bin, err := buildWithLearner(ctx, p, graderOverlay(p, f.nodes), tmp)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &childExit{code: 130}
+		}
+		return err
 	}
-	return nil
-}
-
-// gradeRow plays every scenario against st through playRow, as lab matrix does, and prints the
-// row: a line per scenario, a sentence per violation, then the Markdown row to read beside the
-// README's matrix.
-func gradeRow(st *steps.Step, f gradeFlags, stdout, stderr io.Writer) error {
 	backend := f.backend
 	if backend == "" {
 		backend = "embedded"
 	}
+	clock := "in virtual time"
+	if !matrix.Virtual(f.backend) {
+		clock = "on the wall clock"
+	}
 	if !f.asJSON {
-		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend, %d lock node(s)…\n", len(steps.Scenarios), st.Slug, backend, max(st.Nodes, 1))
+		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend (%d lock node(s)), %s…\n", len(steps.Scenarios), p.rel, backend, f.nodes, clock)
 	}
-	row, incomplete, err := playRow(st, f.backend)
+	out := filepath.Join(tmp, "row.json")
+	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestGrade$", "-test.count=1")
+	cmd.Dir = filepath.Join(p.root, "internal", "matrix")
+	cmd.Env = append(os.Environ(), matrix.GradeOut+"="+out, "LAB_REDIS="+f.backend)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	runErr := cmd.Run()
+	if ctx.Err() != nil {
+		return &childExit{code: 130}
+	}
+	var g matrix.Graded
+	b, err := os.ReadFile(out)
+	if err == nil {
+		err = json.Unmarshal(b, &g)
+	}
+	switch {
+	case err == nil && g.Hung != "":
+		return fmt.Errorf("%s: %s", p.rel, g.Hung)
+	case err == nil && g.Err != "":
+		return errors.New(g.Err)
+	case err != nil || runErr != nil:
+		return fmt.Errorf("the grader of %s failed: %s", p.rel, firstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
+	}
+	return printGraded(p.rel, g, f.asJSON, stdout)
+}
+
+// testFailure is the line of a test binary's output that says why it failed: its first panic or
+// failure message, or the exit error.
+func testFailure(out string, err error) string {
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") || strings.Contains(l, ".go:") {
+			return l
+		}
+	}
 	if err != nil {
-		return err
+		return err.Error()
 	}
+	return "it wrote no row"
+}
+
+// printGraded prints a graded row and returns the grade as an error: violations (exit 1), cells
+// without a verdict (exit 1), or nil.
+func printGraded(slug string, g matrix.Graded, asJSON bool, stdout io.Writer) error {
 	var broke []string
-	for _, c := range row {
+	for _, c := range g.Row {
 		if len(c.Violations) > 0 {
 			broke = append(broke, c.Scenario)
 		}
 	}
-	if f.asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(row); err != nil {
+		if err := enc.Encode(g.Row); err != nil {
 			return err
 		}
 	} else {
-		printGrade(stdout, st, row)
+		printGrade(stdout, slug, g.Row)
 	}
 	switch {
 	case len(broke) > 0:
-		return fmt.Errorf("%s violated %d of %d scenarios: %s", st.Slug, len(broke), len(row), strings.Join(broke, ", "))
-	case incomplete > 0:
-		return fmt.Errorf("%s: %d scenarios have no verdict", st.Slug, incomplete)
+		return fmt.Errorf("%s violated %d of %d scenarios: %s", slug, len(broke), len(g.Row), strings.Join(broke, ", "))
+	case g.Incomplete > 0:
+		return fmt.Errorf("%s: %d scenarios have no verdict", slug, g.Incomplete)
 	}
 	return nil
 }
 
 // printGrade writes a graded row in words.
-func printGrade(w io.Writer, st *steps.Step, row []cell) {
+func printGrade(w io.Writer, slug string, row []cell) {
 	width := 0
 	for _, sc := range steps.Scenarios {
 		width = max(width, len(sc))
 	}
-	fmt.Fprintf(w, "%s, every scenario (judged kinds in README.md's table of scenarios):\n", st.Slug)
+	fmt.Fprintf(w, "%s, every scenario (judged kinds in README.md's table of scenarios):\n", slug)
 	for _, c := range row {
 		v := "✓"
 		switch {
@@ -222,7 +272,7 @@ func runLearnerLab(p *learnerPkg, nodes int, args []string, stdout, stderr io.Wr
 	}
 	defer os.RemoveAll(tmp)
 	fmt.Fprintf(stderr, "lab: building the lab with %s (go build; the first time takes a while)…\n", p.rel)
-	bin, err := buildLearnerLab(ctx, p, nodes, tmp)
+	bin, err := buildWithLearner(ctx, p, labOverlay(p, nodes), tmp)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &childExit{code: 130}
@@ -246,14 +296,18 @@ func runLearnerLab(p *learnerPkg, nodes int, args []string, stdout, stderr io.Wr
 	return fmt.Errorf("running the lab built with %s: %w", p.rel, err)
 }
 
-// overlayName is the file the overlay adds to this package: it must not exist on disk.
-const overlayName = "zz_learner_overlay.go"
+// overlay is one generated file laid over a package of this module for a build (go build or go
+// test -c -overlay): the learner's package reaches the lab through it.
+type overlay struct {
+	pkg  string   // the package's folder from the module's root: "lab", "internal/matrix"
+	name string   // the file's name; no file of the package may take it
+	code string   // its source
+	args []string // the go command that builds it, "-overlay FILE -o BIN" added
+	what string   // what is built, for an error: "the lab", "the grader"
+}
 
-// buildLearnerLab builds this lab with one more file, which registers p's package, into dir.
-// An error in p's package (or in how its New or Order meet the lab) is bad input, in one line.
-// Hazard: it links the whole lab (seconds with a warm build cache, minutes on a cold one), and
-// the overlay adds lab/zz_learner_overlay.go, a name no file of the lab may take.
-func buildLearnerLab(ctx context.Context, p *learnerPkg, nodes int, dir string) (string, error) {
+// labOverlay registers p's package as the terminal lab's last step (registerLearner), for -dir.
+func labOverlay(p *learnerPkg, nodes int) overlay {
 	order, src := "nil", "nil"
 	if p.hasOrder {
 		order = "yourlock.Order"
@@ -261,7 +315,7 @@ func buildLearnerLab(ctx context.Context, p *learnerPkg, nodes int, dir string) 
 	if p.hasSource {
 		src = "yourlock.Source"
 	}
-	code := fmt.Sprintf(`// Code generated by lab grade; DO NOT EDIT.
+	return overlay{pkg: "lab", name: "zz_learner_overlay.go", args: []string{"build"}, what: "the lab", code: fmt.Sprintf(`// Code generated by lab -dir; DO NOT EDIT.
 
 package main
 
@@ -270,23 +324,53 @@ import yourlock %q
 func init() {
 	registerLearner(%q, %q, %d, yourlock.New, %s, %s)
 }
-`, p.importPath, p.abs, p.rel, nodes, order, src)
-	gen := filepath.Join(dir, overlayName)
-	if err := os.WriteFile(gen, []byte(code), 0o644); err != nil {
+`, p.importPath, p.abs, p.rel, nodes, order, src)}
+}
+
+// graderOverlay hands p's package to internal/matrix's TestGrade, for grade.
+func graderOverlay(p *learnerPkg, nodes int) overlay {
+	order := "steps.DefaultOrder"
+	if p.hasOrder {
+		order = "yourlock.Order"
+	}
+	return overlay{pkg: "internal/matrix", name: "zz_learner_overlay_test.go", args: []string{"test", "-c"}, what: "the grader", code: fmt.Sprintf(`// Code generated by lab grade; DO NOT EDIT.
+
+package matrix_test
+
+import (
+	"github.com/lockstep-lab/lockstep/steps"
+	yourlock %q
+)
+
+func init() {
+	learner = &steps.Step{Slug: %q, Side: true, Nodes: %d, New: yourlock.New, Order: %s}
+	learnerPkg = %q
+}
+`, p.importPath, p.rel, nodes, order, p.importPath)}
+}
+
+// buildWithLearner builds ov's package with ov's file laid over it into dir, and returns the
+// binary. An error in p's package (or in how its New or Order meet the lab) is bad input, in one
+// line. Hazard: it links a whole binary (seconds with a warm build cache, minutes on a cold one).
+func buildWithLearner(ctx context.Context, p *learnerPkg, ov overlay, dir string) (string, error) {
+	gen := filepath.Join(dir, ov.name)
+	if err := os.WriteFile(gen, []byte(ov.code), 0o644); err != nil {
 		return "", err
 	}
-	overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(p.root, "lab", overlayName): gen}})
+	target := filepath.Join(p.root, filepath.FromSlash(ov.pkg), ov.name)
+	spec, err := json.Marshal(map[string]any{"Replace": map[string]string{target: gen}})
 	if err != nil {
 		return "", err
 	}
-	ov := filepath.Join(dir, "overlay.json")
-	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
+	specFile := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(specFile, spec, 0o644); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "lab")
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-overlay", ov, "-o", bin, "./lab")
+	bin := filepath.Join(dir, "bin")
+	args := append(slices.Clone(ov.args), "-overlay", specFile, "-o", bin, "./"+ov.pkg)
+	cmd := exec.CommandContext(ctx, goTool(), args...)
 	cmd.Dir = p.root
-	// The overlay names lab/ by p.root, symbolic links resolved: go must see the same path.
+	// The overlay names the package by p.root, symbolic links resolved: go must see the same path.
 	cmd.Env = append(os.Environ(), "PWD="+p.root)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
@@ -297,18 +381,18 @@ func init() {
 	}
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if !strings.HasPrefix(l, "#") {
+		if !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "FAIL") {
 			lines = append(lines, relError(strings.TrimSpace(l), p.root))
 		}
 	}
 	msg := firstOfLines(strings.Join(lines, "\n"))
 	switch {
-	case strings.Contains(string(out), overlayName):
+	case strings.Contains(string(out), ov.name):
 		return "", usageError("%s's New or Order does not fit the lab (%s or %s): %s", p.rel, wantNew, wantOrder, msg)
 	case strings.Contains(string(out), p.rel+"/"), strings.Contains(string(out), p.importPath):
 		return "", usageError("%s does not build: %s; go build ./%s shows every error", p.rel, msg, p.rel)
 	}
-	return "", fmt.Errorf("go build of the lab with %s: %v: %s", p.rel, err, msg)
+	return "", fmt.Errorf("go %s of %s with %s: %v: %s", ov.args[0], ov.what, p.rel, err, msg)
 }
 
 // goTool is the go command: the one on PATH, else the one of the toolchain that built the lab.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,7 +63,8 @@ func grade(t *testing.T, args ...string) (int, string, string) {
 	if err != nil && exitCode(err) != 2 {
 		t.Logf("lab grade %v: %v", args, err)
 	}
-	if exitCode(err) == 2 {
+	var child *childExit
+	if err != nil && !errors.As(err, &child) { // as main says it
 		errw.WriteString("lab: " + unwrapUsage(err) + "\n")
 	}
 	return exitCode(err), out.String(), errw.String()

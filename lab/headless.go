@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/steps"
@@ -66,28 +66,24 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// openBackend opens the backend name with st's topology: a bad name is the caller's input (exit
-// 2), a backend that cannot start is the machine's (exit 1).
-func openBackend(name string, st *steps.Step) (redisenv.Env, error) {
-	env, err := redisenv.Open(name, redisenv.Options{Nodes: st.Nodes})
+// play plays sc against st on a fresh env of backend: every headless command (run, matrix,
+// grade) plays its cells through it, so they judge alike. A bad backend name, or a topology the
+// backend cannot give, is the caller's input (exit 2); a backend that cannot start is the
+// machine's (exit 1); a scenario the backend cannot stage is sim.ErrCannotStage. It is a variable
+// so that the documentation's test can play a cell once for every command that shows it; hazard:
+// anything else that replaces it changes every verdict.
+var play = func(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
+	rep, err := matrix.Play(st, sc, backend, bubble)
 	if errors.Is(err, redisenv.ErrBadName) || errors.Is(err, redisenv.ErrSingleNode) {
 		return nil, usageError("%s: %w", st.Slug, err)
 	}
-	return env, err
+	return rep, err
 }
 
-// play plays sc against st on a fresh env of backend: every headless command (run, matrix,
-// grade) plays its cells through it, so they judge alike. A scenario the backend cannot stage is
-// sim.ErrCannotStage. It is a variable so that the documentation's test can play a cell once for
-// every command that shows it; hazard: anything else that replaces it changes every verdict.
-var play = func(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
-	env, err := openBackend(backend, st)
-	if err != nil {
-		return nil, err
-	}
-	defer env.Close()
-	return sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
-}
+// bubble is nil in the lab: its headless commands play on the wall clock. The lab's tests set it
+// to a testing/synctest bubble of their own, so that the cells they play on the embedded backend
+// play in virtual time, as the step suites do.
+var bubble matrix.Bubble
 
 // runOnce plays sc against st on a fresh env of backend.
 func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {

@@ -9,51 +9,27 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
-// cell is one entry of the matrix, as -json prints it. Skipped says why a cell was not played
-// (the backend lacks what its scenario needs); Unjudged lists the kinds the referee could not
-// judge, with Why; Explain is the referee's sentence for each violation.
-type cell struct {
-	Step       string        `json:"step"`
-	Scenario   string        `json:"scenario"`
-	Violations []steps.Kind  `json:"violations"`
-	Explain    []sim.Finding `json:"explain,omitempty"`
-	Skipped    string        `json:"skipped,omitempty"`
-	Unjudged   []steps.Kind  `json:"unjudged,omitempty"`
-	Why        string        `json:"why,omitempty"`
-}
+// cell is one entry of the matrix, as -json prints it.
+type cell = matrix.Cell
 
-// playRow plays every scenario against st, one after the other, each on a fresh env of backend,
-// and returns its row of cells and how many of them have no verdict. A scenario the backend
-// cannot stage is a skipped cell, not an error.
-func playRow(st *steps.Step, backend string) (row []cell, incomplete int, err error) {
-	for _, sc := range steps.Scenarios {
-		rep, err := play(st, sc, backend)
-		c := cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
-		switch {
-		case errors.Is(err, sim.ErrCannotStage):
-			c.Skipped = strings.TrimPrefix(err.Error(), "sim: ")
-		case errors.Is(err, redisenv.ErrSingleNode):
-			c.Skipped = fmt.Sprintf("an existing server is one lock node, and %s needs %d", st.Slug, st.Nodes)
-		case errors.Is(err, errUsage):
-			return nil, 0, err // a bad backend name: one line, as the caller typed it
-		case err != nil:
-			return nil, 0, fmt.Errorf("%s under %s: %w", st.Slug, sc, err)
-		default:
-			c.Violations, c.Explain = rep.Violations, rep.Explain
-			if !rep.Complete() {
-				c.Unjudged, c.Why = rep.Unjudged, rep.Why()
-				incomplete++
-			}
-		}
-		row = append(row, c)
+// playRow plays every scenario against st, one after the other, each on a fresh env of backend
+// (through play, as run does), and returns its row of cells and how many of them have no
+// verdict. A scenario the backend cannot stage is a skipped cell, not an error.
+func playRow(st *steps.Step, backend string) ([]cell, int, error) {
+	row, incomplete, err := matrix.Row(st, func(st *steps.Step, sc steps.Scenario) (*sim.Report, error) {
+		return play(st, sc, backend)
+	})
+	var ce *matrix.CellError
+	if errors.As(err, &ce) && errors.Is(err, errUsage) {
+		return nil, 0, ce.Err // a bad backend name: one line, as the caller typed it
 	}
-	return row, incomplete, nil
+	return row, incomplete, err
 }
 
 // matrixCmd plays every scenario against every step and prints the table.

@@ -80,6 +80,9 @@ var ErrSingleNode = errors.New("redisenv: the backend has a single lock node")
 // containers from $LAB_REDIS_IMAGE on a Docker daemon), or a "redis://host:port[/db]" /
 // "rediss://…" URL of an existing server (one node: asking it for more is ErrSingleNode).
 func Open(name string, o Options) (Env, error) {
+	if err := CheckName(name, o); err != nil {
+		return nil, err
+	}
 	n := max(o.Nodes, 1)
 	switch {
 	case name == "" || name == "embedded":
@@ -88,17 +91,27 @@ func Open(name string, o Options) (Env, error) {
 		return NewServerNodes(n)
 	case name == "container":
 		return NewContainerNodes(n)
-	case strings.HasPrefix(name, "redis://") || strings.HasPrefix(name, "rediss://"):
-		if n > 1 {
-			if _, err := redis.ParseURL(name); err != nil {
-				return nil, nameError(fmt.Sprintf("bad Redis URL: %v", oneLine(err)))
-			}
-			return nil, fmt.Errorf("%w: an existing server is one node, and this run needs %d", ErrSingleNode, n)
-		}
-		return NewURL(name)
-	default:
-		return nil, nameError(fmt.Sprintf("unknown backend %q (want embedded, server, container or redis://host:port[/db])", name))
 	}
+	return NewURL(name)
+}
+
+// CheckName reports, without starting anything, whether Open could start the backend named by
+// name with the topology o asks for: ErrBadName for a name that is wrong in itself, ErrSingleNode
+// for a URL (one server) asked for more lock nodes than one.
+func CheckName(name string, o Options) error {
+	switch {
+	case name == "" || name == "embedded" || name == "server" || name == "container":
+		return nil
+	case strings.HasPrefix(name, "redis://") || strings.HasPrefix(name, "rediss://"):
+		if _, _, err := parseURL(name); err != nil {
+			return err
+		}
+		if n := max(o.Nodes, 1); n > 1 {
+			return fmt.Errorf("%w: an existing server is one node, and this run needs %d", ErrSingleNode, n)
+		}
+		return nil
+	}
+	return nameError(fmt.Sprintf("unknown backend %q (want embedded, server, container or redis://host:port[/db])", name))
 }
 
 // ErrBadName is what Open wraps when the backend's name itself is wrong (an unknown backend, a

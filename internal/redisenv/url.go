@@ -31,15 +31,24 @@ type URL struct {
 // reachTimeout bounds the PING that checks the server is there.
 const reachTimeout = 2 * time.Second
 
-// NewURL connects to the server raw names and checks with PING (2 s) that it answers.
-func NewURL(raw string) (*URL, error) {
-	shown := raw
+// parseURL reads a redis:// URL, and gives it back with its password hidden, for messages.
+func parseURL(raw string) (opts *redis.Options, shown string, err error) {
+	shown = raw
 	if u, err := url.Parse(raw); err == nil {
 		shown = u.Redacted()
 	}
-	opts, err := redis.ParseURL(raw)
+	opts, err = redis.ParseURL(raw)
 	if err != nil {
-		return nil, nameError(fmt.Sprintf("bad Redis URL %s: %v", shown, oneLine(err)))
+		return nil, shown, nameError(fmt.Sprintf("bad Redis URL %s: %v", shown, oneLine(err)))
+	}
+	return opts, shown, nil
+}
+
+// NewURL connects to the server raw names and checks with PING (2 s) that it answers.
+func NewURL(raw string) (*URL, error) {
+	opts, shown, err := parseURL(raw)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), reachTimeout)
 	defer cancel()

@@ -1,0 +1,263 @@
+package matrix
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// Grading a learner's lock. lab grade DIR builds this package's test binary with one more file
+// laid over it (go test -c -overlay) that hands the package in DIR to TestGrade, which calls
+// Grade: the learner's row, played as the matrix plays a step's, every cell of the embedded
+// backend in a testing/synctest bubble, so the grade is the same on a busy laptop as on an idle
+// one. The row goes to the file $LOCKSTEP_GRADE_OUT names, as JSON (Graded); lab grade prints it.
+
+// GradeOut names the environment variable that tells TestGrade where to write its Graded.
+const GradeOut = "LOCKSTEP_GRADE_OUT"
+
+// Graded is what a grading found: the row, or why there is none.
+type Graded struct {
+	Row        []Cell `json:"row,omitempty"`
+	Incomplete int    `json:"incomplete"`
+	// Err is a cell that could not be played at all (a backend that failed to start).
+	Err string `json:"error,omitempty"`
+	// Hung says, in one line, how the learner's lock stopped a cell from ending at all.
+	Hung string `json:"hung,omitempty"`
+}
+
+// cellLimit is the wall time a cell may take before the grading calls it hung. A cell plays in
+// well under a second of wall time in a bubble (the whole matrix: seconds), and a few seconds on
+// the wall clock; a lock that stops a bubble's clock (a sync.Mutex held across a wait, a loop that
+// never waits) makes its cell last for ever.
+const cellLimit = 60 * time.Second
+
+// Grade plays st's row on backend, each cell inside bubble where the backend is Virtual, and
+// writes the Graded to out. pkg is the import path of the learner's package, whose frames name
+// the cause of a cell that could not end. A bubble that panics because goroutines of the lock
+// were still waiting once its run had ended (or because all of them waited for each other) is a
+// cell without a verdict, with that cause; a cell that outlasts cellLimit ends the grading, with
+// its cause, and the process exits with status 3.
+func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error {
+	var g Graded
+	var cur atomic.Value // the scenario playing now
+	cur.Store(steps.Scenario(""))
+	hung := func() {
+		g := Graded{Hung: fmt.Sprintf("%s: the run never ended: %s", cur.Load(), Diagnose(allStacks(), pkg, false))}
+		write(out, g)
+		os.Exit(3)
+	}
+	watch := time.AfterFunc(cellLimit, hung)
+	defer watch.Stop()
+	var inBubble atomic.Bool // a cell is playing in its bubble, the newest one
+	if bubble != nil && Virtual(backend) {
+		stop := make(chan struct{})
+		defer close(stop)
+		go stalled(stop, &inBubble, hung)
+	}
+	play := func(st *steps.Step, sc steps.Scenario) (rep *sim.Report, err error) {
+		cur.Store(sc)
+		watch.Reset(cellLimit)
+		var stuck string
+		guarded := bubble
+		if bubble != nil {
+			guarded = func(f func()) {
+				defer func() {
+					inBubble.Store(false)
+					if r := recover(); r != nil {
+						stuck = fmt.Sprint(r)
+					}
+				}()
+				inBubble.Store(true)
+				bubble(f)
+			}
+		}
+		rep, err = Play(st, sc, backend, guarded)
+		if stuck != "" {
+			// The bubble ended in a panic: the run's goroutines waited for ever.
+			return stuckReport(st, sc, Diagnose(allStacks(), pkg, strings.Contains(stuck, "exited"))), nil
+		}
+		return rep, err
+	}
+	row, incomplete, err := Row(st, play)
+	g.Row, g.Incomplete = row, incomplete
+	if err != nil {
+		g.Err = err.Error()
+	}
+	return write(out, g)
+}
+
+// stalled calls hung when, while a cell plays in a bubble, the newest bubble's goroutines have not moved for stallLimit: the
+// same goroutines in the same frames, dump after dump. A bubble whose clock cannot advance (a
+// goroutine waits for a sync.Mutex held across a wait) does nothing at all, and says so at once;
+// one that runs, however slowly on a loaded machine, changes between dumps.
+func stalled(stop <-chan struct{}, inBubble *atomic.Bool, hung func()) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, same := "", 0
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		now := ""
+		if inBubble.Load() {
+			now = newestBubble(allStacks())
+		}
+		if now != "" && now == last && inBubble.Load() {
+			same++
+		} else {
+			same = 0
+		}
+		last = now
+		if same >= stallLimit {
+			hung()
+		}
+	}
+}
+
+// stallLimit is how many dumps a second apart must find the newest bubble unchanged before it is
+// hung.
+const stallLimit = 3
+
+// newestBubble is the part of a dump of every goroutine that belongs to the newest bubble.
+func newestBubble(stacks string) string {
+	latest, parts := 0, map[int][]string{}
+	for _, g := range strings.Split(stacks, "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if b := bubbleOf.FindStringSubmatch(head); b != nil {
+			n, _ := strconv.Atoi(b[1])
+			latest = max(latest, n)
+			parts[n] = append(parts[n], g)
+		}
+	}
+	return strings.Join(parts[latest], "\n\n")
+}
+
+// stuckReport is the report of a cell whose run could not end: every kind its scenario judges
+// is unjudged, and why says what waited.
+func stuckReport(st *steps.Step, sc steps.Scenario, why string) *sim.Report {
+	return &sim.Report{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{},
+		Unjudged: steps.Judges[sc], TimedOut: why}
+}
+
+func write(out string, g Graded) error {
+	b, err := json.Marshal(g)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, b, 0o644)
+}
+
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+var (
+	goroutineHead = regexp.MustCompile(`^goroutine \d+ \[([^\]]*)\]:$`)
+	bubbleOf      = regexp.MustCompile(`synctest bubble (\d+)`)
+)
+
+// Diagnose names, in one line, what the goroutines of pkg (an import path) in stacks (a dump of
+// every goroutine) were doing: the first frame of pkg in each goroutine that has one, and what
+// that goroutine was waiting for. ended says the run had ended and these goroutines were left
+// over. Hazard: it reads runtime.Stack's text, which Go does not promise to keep; a dump it cannot
+// read still gives a sentence, without the frames.
+func Diagnose(stacks, pkg string, ended bool) string {
+	type found struct {
+		state, fn, at string
+		bubble        int
+	}
+	var seen []found
+	latest := 0 // goroutines left over by an earlier cell belong to older bubbles
+	for _, g := range strings.Split(stacks, "\n\n") {
+		lines := strings.Split(strings.TrimSpace(g), "\n")
+		m := goroutineHead.FindStringSubmatch(lines[0])
+		if m == nil {
+			continue
+		}
+		state, bubble := m[1], 0
+		if b := bubbleOf.FindStringSubmatch(state); b != nil {
+			bubble, _ = strconv.Atoi(b[1])
+			latest = max(latest, bubble)
+		}
+		for i := 1; i+1 < len(lines); i += 2 {
+			fn := strings.TrimSpace(lines[i])
+			if !strings.HasPrefix(fn, pkg+".") {
+				continue
+			}
+			at := strings.TrimSpace(lines[i+1])
+			if j := strings.LastIndex(at, " +0x"); j >= 0 {
+				at = at[:j]
+			}
+			if j := strings.LastIndex(at, "/"); j >= 0 {
+				at = at[j+1:]
+			}
+			if k := strings.LastIndex(fn, "("); k > 0 {
+				fn = fn[:k] // drop the arguments: "lock.(*Locker).Lock(0xc000…, …)"
+			}
+			seen = append(seen, found{state, strings.TrimPrefix(fn, pkg[:strings.LastIndex(pkg, "/")+1]), at, bubble})
+			break
+		}
+	}
+	if latest > 0 {
+		seen = slices.DeleteFunc(seen, func(f found) bool { return f.bubble != latest })
+	}
+	if len(seen) == 0 {
+		if ended {
+			return "goroutines were still waiting after the run had ended, none of them in your package's code"
+		}
+		return "the run's clock stopped, and no goroutine of your package's code was found waiting"
+	}
+	f := seen[0]
+	f.state = strings.TrimSpace(strings.Split(f.state, ",")[0])
+	what := describeState(f.state)
+	more := ""
+	if len(seen) > 1 {
+		more = fmt.Sprintf(" (and %d more goroutines of your lock)", len(seen)-1)
+	}
+	switch {
+	case strings.HasPrefix(f.state, "sync.Mutex.Lock"), strings.HasPrefix(f.state, "sync.RWMutex"):
+		return fmt.Sprintf("%s at %s waits for a sync.Mutex%s that a goroutine holds across a wait (a Redis call, a sleep): while it waits, no time passes; hold a mutex only around memory, or use a channel", f.fn, f.at, more)
+	case f.state == "running" || f.state == "runnable":
+		return fmt.Sprintf("%s at %s never waits%s: a loop that neither sleeps nor sends a command keeps the clock from moving; pause between tries", f.fn, f.at, more)
+	case ended:
+		return fmt.Sprintf("%s at %s was still %s when the run had ended%s: a Lock or Unlock that does not return when its context ends, or a goroutine not started with Proc.Go, outlives its request", f.fn, f.at, what, more)
+	}
+	return fmt.Sprintf("%s at %s is %s%s, and so is every other goroutine of the run: nothing can wake it", f.fn, f.at, what, more)
+}
+
+// describeState says a goroutine's wait reason in words.
+func describeState(s string) string {
+	s = strings.TrimSuffix(strings.TrimSpace(strings.Split(s, ",")[0]), " (durable)")
+	switch {
+	case strings.HasPrefix(s, "chan receive"):
+		return "waiting to receive from a channel"
+	case strings.HasPrefix(s, "chan send"):
+		return "waiting to send on a channel"
+	case strings.HasPrefix(s, "select"):
+		return "waiting in a select"
+	case strings.HasPrefix(s, "sleep"):
+		return "sleeping"
+	case strings.HasPrefix(s, "sync.WaitGroup"):
+		return "waiting for a sync.WaitGroup"
+	}
+	return "waiting (" + s + ")"
+}
