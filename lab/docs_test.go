@@ -333,6 +333,7 @@ func notHeadless(c docCmd) string {
 
 // runDocCmd runs one command on what this machine has and checks it.
 func runDocCmd(t *testing.T, c docCmd) {
+	inVirtualTime(t)
 	args := slices.Clone(c.args)
 	for _, e := range c.env {
 		name, val, _ := strings.Cut(e, "=")

@@ -38,6 +38,7 @@ func TestHeadlessBadInput(t *testing.T) {
 
 // TestHeadlessRunJSON: the JSON report names the step, the scenario and the judged violations.
 func TestHeadlessRunJSON(t *testing.T) {
+	inVirtualTime(t)
 	var out, errw bytes.Buffer
 	if err := run([]string{"run", "-step", "atomic_ttl", "-scenario", "slow", "-json"}, &out, &errw); err != nil {
 		t.Fatal(err)
@@ -130,6 +131,7 @@ func TestBackendThatCannotStart(t *testing.T) {
 
 // TestRunRepeat: -repeat plays a cell several times and succeeds only if every verdict matched.
 func TestRunRepeat(t *testing.T) {
+	inVirtualTime(t)
 	var out, errw bytes.Buffer
 	if err := run([]string{"run", "-step", "05", "-scenario", "unlock-race", "-repeat", "3"}, &out, &errw); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
