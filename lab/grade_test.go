@@ -269,3 +269,55 @@ func TestTmuxDir(t *testing.T) {
 	l.send("q")
 	l.waitFor(30*time.Second, "LAB-EXITED=0")
 }
+
+// copyLearner copies a learner-style package kept in testdata/learners (a lock written to be
+// graded, not a step) into a learner's folder, and returns the folder.
+func copyLearner(t *testing.T, name string) string {
+	t.Helper()
+	dir := learnerFolder(t)
+	src := filepath.Join("testdata", "learners", name)
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestGradeNamesWhatHangs: a lock that cannot end its runs in virtual time gets one line that
+// names its frame and the cause, never a stack trace or a silent hang. A sync.Mutex held from
+// Lock to Unlock, waited for by a second request of the same process, stops the bubble's clock:
+// the grade ends there, exit 1. A Lock deaf to its context leaves goroutines waiting after the
+// run: those cells have no verdict, with the frame named.
+func TestGradeNamesWhatHangs(t *testing.T) {
+	for _, tc := range []struct {
+		learner string
+		want    []string
+	}{
+		{"mutex_across_wait", []string{"the run never ended", "(*Locker).Lock at lock.go:", "sync.Mutex"}},
+		{"deaf_wait", []string{"? no verdict on", "(*Locker).Lock at lock.go:", "still waiting to receive from a channel when the run had ended"}},
+	} {
+		t.Run(tc.learner, func(t *testing.T) {
+			code, out, errs := grade(t, copyLearner(t, tc.learner))
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out+errs, w) {
+					t.Errorf("the grade does not say %q:\n%s\n%s", w, out, errs)
+				}
+			}
+			if regexp.MustCompile(`goroutine \d+ \[|panic:|\.go:\d+ \+0x`).MatchString(out + errs) {
+				t.Errorf("a stack trace reached the learner:\n%s\n%s", out, errs)
+			}
+		})
+	}
+}
