@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/sim"
@@ -17,14 +18,29 @@ import (
 // a number it read: one script on the inventory takes a unit off only if one is left. The
 // contention scenario's eight buyers start together against three units, and do their work side
 // by side: exactly three are sold, the other five are told the shelf is empty.
+//
+// On the embedded backend the run plays inside a testing/synctest bubble, as the step's scenarios
+// do: the backend, the buyers and their work run on the bubble's fake clock, so no load on the
+// machine can move them. A backend of real processes ($LAB_REDIS) plays on the wall clock.
 
 func TestAtomicSaleSellsExactlyTheShelf(t *testing.T) {
 	leaks := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, leaks) }) // after the backend's own cleanup closes it
+	st := steptest.Here(t)
+	if steptest.Virtual() {
+		synctest.Test(t, func(t *testing.T) { atomicSale(t, st) })
+		return
+	}
+	atomicSale(t, st)
+}
+
+// atomicSale plays the contention scenario against st, on the backend $LAB_REDIS names (opened
+// inside the bubble when the test runs in one), and checks what it sold.
+func atomicSale(t *testing.T, st *steps.Step) {
 	env := steptest.Env(t, redisenv.Options{})
 	var mu sync.Mutex
 	done := map[string]int{} // how each order ended: "ok", "sold out", or the error
-	rep, err := sim.Run(context.Background(), sim.Config{Step: steptest.Here(t), Env: env, OnEvent: func(e sim.Event) {
+	rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env, OnEvent: func(e sim.Event) {
 		if e.Kind != sim.EvDone {
 			return
 		}
