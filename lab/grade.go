@@ -256,6 +256,9 @@ func printGrade(w io.Writer, slug string, row []cell) {
 		for _, e := range c.Explain {
 			fmt.Fprintf(w, "  %-*s    %s: %s\n", width, "", e.Kind, e.Sentence)
 		}
+		for _, n := range c.Notes {
+			fmt.Fprintf(w, "  %-*s    note: %s\n", width, "", n)
+		}
 	}
 	fmt.Fprintf(w, "\nYour row of the matrix:\n\n%s", renderMatrix(row))
 }

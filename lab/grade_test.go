@@ -294,15 +294,15 @@ func copyLearner(t *testing.T, name string) string {
 
 // TestGradeNamesWhatHangs: a lock that cannot end its runs in virtual time gets one line that
 // names its frame and the cause, never a stack trace or a silent hang. A sync.Mutex held from
-// Lock to Unlock, waited for by a second request of the same process, stops the bubble's clock:
-// the grade ends there, exit 1. A Lock deaf to its context leaves goroutines waiting after the
-// run: those cells have no verdict, with the frame named.
+// Lock to Unlock, waited for by a nested call of the same process, stops the bubble's clock: that
+// cell is played again on the wall clock, and its note says why. A Lock deaf to its context leaves
+// goroutines waiting after the run: those cells have no verdict, with the frame named.
 func TestGradeNamesWhatHangs(t *testing.T) {
 	for _, tc := range []struct {
 		learner string
 		want    []string
 	}{
-		{"mutex_across_wait", []string{"the run never ended", "(*Locker).Lock at lock.go:", "sync.Mutex"}},
+		{"mutex_across_wait", []string{"note: played on the wall clock, not in virtual time, where", "(*Locker).Lock at lock.go:", "sync.Mutex"}},
 		{"deaf_wait", []string{"? no verdict on", "(*Locker).Lock at lock.go:", "still waiting to receive from a channel when the run had ended"}},
 	} {
 		t.Run(tc.learner, func(t *testing.T) {

@@ -37,57 +37,73 @@ type Graded struct {
 
 // cellLimit is the wall time a cell may take before the grading calls it hung. A cell plays in
 // well under a second of wall time in a bubble (the whole matrix: seconds), and a few seconds on
-// the wall clock; a lock that stops a bubble's clock (a sync.Mutex held across a wait, a loop that
-// never waits) makes its cell last for ever.
+// the wall clock; a lock whose goroutine loops for ever without waiting keeps its cell from ever
+// ending, on either clock.
 const cellLimit = 60 * time.Second
 
 // Grade plays st's row on backend, each cell inside bubble where the backend is Virtual, and
 // writes the Graded to out. pkg is the import path of the learner's package, whose frames name
-// the cause of a cell that could not end. A bubble that panics because goroutines of the lock
-// were still waiting once its run had ended (or because all of them waited for each other) is a
-// cell without a verdict, with that cause; a cell that outlasts cellLimit ends the grading, with
-// its cause, and the process exits with status 3.
+// the cause of a cell that could not end:
+//   - a bubble that panics because goroutines of the lock were still waiting once its run had
+//     ended is a cell without a verdict, with that cause;
+//   - a bubble whose clock stops (a goroutine waits for a sync.Mutex that another holds across a
+//     sleep or a round trip: not a wait synctest can see through) is left behind, and the cell is
+//     played again on the wall clock, with a note that says why;
+//   - a cell that outlasts cellLimit ends the grading, with its cause, and the process exits
+//     with status 3.
 func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error {
-	var g Graded
 	var cur atomic.Value // the scenario playing now
 	cur.Store(steps.Scenario(""))
-	hung := func() {
-		g := Graded{Hung: fmt.Sprintf("%s: the run never ended: %s", cur.Load(), Diagnose(allStacks(), pkg, false))}
-		write(out, g)
+	watch := time.AfterFunc(cellLimit, func() {
+		write(out, Graded{Hung: fmt.Sprintf("%s: the run never ended: %s", cur.Load(), Diagnose(allStacks(), pkg, false))})
 		os.Exit(3)
-	}
-	watch := time.AfterFunc(cellLimit, hung)
+	})
 	defer watch.Stop()
-	var inBubble atomic.Bool // a cell is playing in its bubble, the newest one
-	if bubble != nil && Virtual(backend) {
-		stop := make(chan struct{})
-		defer close(stop)
-		go stalled(stop, &inBubble, hung)
-	}
-	play := func(st *steps.Step, sc steps.Scenario) (rep *sim.Report, err error) {
+	play := func(st *steps.Step, sc steps.Scenario) (*sim.Report, error) {
 		cur.Store(sc)
 		watch.Reset(cellLimit)
-		var stuck string
-		guarded := bubble
-		if bubble != nil {
-			guarded = func(f func()) {
+		if bubble == nil || !Virtual(backend) {
+			return Play(st, sc, backend, nil)
+		}
+		type played struct {
+			rep   *sim.Report
+			err   error
+			stuck string // the panic of a bubble whose goroutines waited for ever
+		}
+		done := make(chan played, 1)
+		go func() {
+			var p played
+			guarded := func(f func()) {
 				defer func() {
-					inBubble.Store(false)
 					if r := recover(); r != nil {
-						stuck = fmt.Sprint(r)
+						p.stuck = fmt.Sprint(r)
 					}
 				}()
-				inBubble.Store(true)
 				bubble(f)
 			}
+			p.rep, p.err = Play(st, sc, backend, guarded)
+			done <- p
+		}()
+		stop := make(chan struct{})
+		defer close(stop)
+		stall := make(chan string, 1)
+		go stalled(stop, func() { stall <- Diagnose(allStacks(), pkg, false) })
+		select {
+		case p := <-done:
+			if p.stuck != "" {
+				return stuckReport(st, sc, Diagnose(allStacks(), pkg, strings.Contains(p.stuck, "exited"))), nil
+			}
+			return p.rep, p.err
+		case why := <-stall:
+			// The bubble's goroutines stay where they are, for good; its Redis is its own.
+			rep, err := Play(st, sc, backend, nil)
+			if rep != nil {
+				rep.Notes = append(rep.Notes, "played on the wall clock, not in virtual time, where "+why)
+			}
+			return rep, err
 		}
-		rep, err = Play(st, sc, backend, guarded)
-		if stuck != "" {
-			// The bubble ended in a panic: the run's goroutines waited for ever.
-			return stuckReport(st, sc, Diagnose(allStacks(), pkg, strings.Contains(stuck, "exited"))), nil
-		}
-		return rep, err
 	}
+	var g Graded
 	row, incomplete, err := Row(st, play)
 	g.Row, g.Incomplete = row, incomplete
 	if err != nil {
@@ -96,11 +112,11 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 	return write(out, g)
 }
 
-// stalled calls hung when, while a cell plays in a bubble, the newest bubble's goroutines have not moved for stallLimit: the
-// same goroutines in the same frames, dump after dump. A bubble whose clock cannot advance (a
-// goroutine waits for a sync.Mutex held across a wait) does nothing at all, and says so at once;
-// one that runs, however slowly on a loaded machine, changes between dumps.
-func stalled(stop <-chan struct{}, inBubble *atomic.Bool, hung func()) {
+// stalled calls found once the newest bubble's goroutines have not moved for stallLimit dumps a
+// second apart: the same goroutines in the same frames. A bubble whose clock cannot advance does
+// nothing at all, and says so within seconds; one that runs, however slowly on a loaded machine,
+// changes between dumps.
+func stalled(stop <-chan struct{}, found func()) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	last, same := "", 0
@@ -110,24 +126,22 @@ func stalled(stop <-chan struct{}, inBubble *atomic.Bool, hung func()) {
 			return
 		case <-tick.C:
 		}
-		now := ""
-		if inBubble.Load() {
-			now = newestBubble(allStacks())
-		}
-		if now != "" && now == last && inBubble.Load() {
+		now := newestBubble(allStacks())
+		if now != "" && now == last {
 			same++
 		} else {
 			same = 0
 		}
 		last = now
 		if same >= stallLimit {
-			hung()
+			found()
+			return
 		}
 	}
 }
 
-// stallLimit is how many dumps a second apart must find the newest bubble unchanged before it is
-// hung.
+// stallLimit is how many dumps a second apart must find the newest bubble unchanged before its
+// clock has stopped.
 const stallLimit = 3
 
 // newestBubble is the part of a dump of every goroutine that belongs to the newest bubble.
@@ -235,7 +249,7 @@ func Diagnose(stacks, pkg string, ended bool) string {
 	}
 	switch {
 	case strings.HasPrefix(f.state, "sync.Mutex.Lock"), strings.HasPrefix(f.state, "sync.RWMutex"):
-		return fmt.Sprintf("%s at %s waits for a sync.Mutex%s that a goroutine holds across a wait (a Redis call, a sleep): while it waits, no time passes; hold a mutex only around memory, or use a channel", f.fn, f.at, more)
+		return fmt.Sprintf("%s at %s waits for a sync.Mutex%s that another goroutine holds across a wait (a Redis call, a sleep): virtual time cannot pass while a goroutine waits for a sync.Mutex (a one-slot channel as a mutex can)", f.fn, f.at, more)
 	case f.state == "running" || f.state == "runnable":
 		return fmt.Sprintf("%s at %s never waits%s: a loop that neither sleeps nor sends a command keeps the clock from moving; pause between tries", f.fn, f.at, more)
 	case ended:

@@ -26,6 +26,8 @@ type Cell struct {
 	Skipped    string        `json:"skipped,omitempty"`
 	Unjudged   []steps.Kind  `json:"unjudged,omitempty"`
 	Why        string        `json:"why,omitempty"`
+	// Notes says what of the scenario did not happen as staged, or how the cell was played.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Bubble runs a function inside a testing/synctest bubble (a test's synctest.Test), or nil to run
@@ -83,7 +85,7 @@ func Row(st *steps.Step, play func(*steps.Step, steps.Scenario) (*sim.Report, er
 		case err != nil:
 			return nil, 0, &CellError{Step: st.Slug, Scenario: sc, Err: err}
 		default:
-			c.Violations, c.Explain = rep.Violations, rep.Explain
+			c.Violations, c.Explain, c.Notes = rep.Violations, rep.Explain, rep.Notes
 			if !rep.Complete() {
 				c.Unjudged, c.Why = rep.Unjudged, rep.Why()
 				incomplete++
