@@ -84,6 +84,7 @@ func scenariosBroken(st *steps.Step) []string {
 // TestGradeCopyOf09: a learner's unchanged copy of step 09 is graded as step 09 is: exit 1,
 // pause and failover named, a sentence under each violation, and its row the catalog's.
 func TestGradeCopyOf09(t *testing.T) {
+	t.Parallel() // grade builds and runs a binary of its own
 	dir := copyStep(t, "09_lua_unlock", "README.md")
 	code, out, errs := grade(t, dir)
 	if code != 1 {
@@ -106,6 +107,7 @@ func TestGradeCopyOf09(t *testing.T) {
 
 // TestGradeCopyOf17: the lock-free order of step 17 passes every scenario: exit 0.
 func TestGradeCopyOf17(t *testing.T) {
+	t.Parallel() // grade builds and runs a binary of its own
 	dir := copyStep(t, "17_atomic_stock", "README.md", "idea_test.go")
 	code, out, errs := grade(t, dir)
 	if code != 0 {
@@ -120,6 +122,7 @@ func TestGradeCopyOf17(t *testing.T) {
 // as JSON earns step 15's row; and a copy of 09 without its Order is placed by steps.DefaultOrder,
 // which is 09's handler, so it earns 09's row.
 func TestGradeQuorumWithoutOrder(t *testing.T) {
+	t.Parallel() // grade builds and runs a binary of its own
 	for _, tc := range []struct {
 		slug string
 		drop []string
@@ -249,6 +252,7 @@ func regexpLine(s, re string) bool {
 // TestTmuxDir opens the real lab with -dir on a copy of step 09: the learner's lock is the
 // picker's last line, its arena runs live buyers through it, and q gives the terminal back.
 func TestTmuxDir(t *testing.T) {
+	t.Parallel() // grade builds and runs a binary of its own
 	needTmux(t)
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("-short: the tmux test builds and runs the binary")
@@ -298,6 +302,7 @@ func copyLearner(t *testing.T, name string) string {
 // cell is played again on the wall clock, and its note says why. A Lock deaf to its context leaves
 // goroutines waiting after the run: those cells have no verdict, with the frame named.
 func TestGradeNamesWhatHangs(t *testing.T) {
+	t.Parallel() // grade builds and runs a binary of its own
 	for _, tc := range []struct {
 		learner string
 		want    []string
@@ -306,6 +311,7 @@ func TestGradeNamesWhatHangs(t *testing.T) {
 		{"deaf_wait", []string{"? no verdict on", "(*Locker).Lock at lock.go:", "still waiting to receive from a channel when the run had ended"}},
 	} {
 		t.Run(tc.learner, func(t *testing.T) {
+			t.Parallel()
 			code, out, errs := grade(t, copyLearner(t, tc.learner))
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ type tmuxLab struct {
 }
 
 var (
-	tmuxSeq   int // tests of this process that started a tmux server
+	tmuxSeq   atomic.Int64 // tests of this process that started a tmux server
 	buildOnce sync.Once
 	buildDir  string
 	buildErr  error
@@ -59,8 +60,7 @@ func needTmux(t *testing.T) {
 
 func startTmux(t *testing.T, bin string, w, h string, args ...string) *tmuxLab {
 	t.Helper()
-	tmuxSeq++
-	l := &tmuxLab{t: t, socket: fmt.Sprintf("lockstep-test-%d-%d", os.Getpid(), tmuxSeq), name: "lab"}
+	l := &tmuxLab{t: t, socket: fmt.Sprintf("lockstep-test-%d-%d", os.Getpid(), tmuxSeq.Add(1)), name: "lab"}
 	// After the lab exits, the pane shows its exit status and stays, like a shell would.
 	cmd := strings.Join(append([]string{bin}, args...), " ") + "; echo LAB-EXITED=$?; sleep 60"
 	l.tmux("new-session", "-d", "-s", l.name, "-x", w, "-y", h, "sh", "-c", cmd)
@@ -106,6 +106,7 @@ func (l *tmuxLab) waitFor(d time.Duration, want ...string) string {
 // TestTmux drives the real binary like a newcomer: pick step 4, break it, read the lesson, go to
 // the fix, open help, quit; and checks the terminal comes back.
 func TestTmux(t *testing.T) {
+	t.Parallel() // a binary of its own, on a tmux server of its own
 	needTmux(t)
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("-short: the tmux test builds and runs the binary")
@@ -143,6 +144,7 @@ func TestTmux(t *testing.T) {
 
 // TestTmuxCtrlC checks Ctrl-C quits and gives the terminal back, at 80×24.
 func TestTmuxCtrlC(t *testing.T) {
+	t.Parallel() // a binary of its own, on a tmux server of its own
 	needTmux(t)
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("-short: the tmux test builds and runs the binary")
@@ -161,6 +163,7 @@ func TestTmuxCtrlC(t *testing.T) {
 
 // TestTmuxBadFlag checks a bad flag prints one line and exits 2 before touching the screen.
 func TestTmuxBadFlag(t *testing.T) {
+	t.Parallel() // a binary of its own, on a tmux server of its own
 	bin := buildLab(t)
 	out, err := exec.Command(bin, "-speed", "0").CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
@@ -175,6 +178,7 @@ func TestTmuxBadFlag(t *testing.T) {
 // from the catalog), or says that none does; and for step 15, issue 10's: b plays its restart with
 // a line per lock node. TMUX_STEPS=10,12 runs only those.
 func TestTmux80x24(t *testing.T) {
+	t.Parallel() // a binary of its own, on a tmux server of its own
 	needTmux(t)
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("-short: the tmux test builds and runs the binary")
@@ -288,6 +292,7 @@ func (l *tmuxLab) waitForRe(d time.Duration, re *regexp.Regexp) string {
 // majority while buyer 1 still holds a node (the second majority); then live buyers are held with
 // space, rewound, and space leaves rewind.
 func TestTmuxQuorumRewind(t *testing.T) {
+	t.Parallel() // a binary of its own, on a tmux server of its own
 	needTmux(t)
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("-short: the tmux test builds and runs the binary")

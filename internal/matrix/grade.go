@@ -112,12 +112,12 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 	return write(out, g)
 }
 
-// stalled calls found once the newest bubble's goroutines have not moved for stallLimit dumps a
-// second apart: the same goroutines in the same frames. A bubble whose clock cannot advance does
+// stalled calls found once the newest bubble's goroutines have not moved for stallLimit dumps
+// half a second apart: the same goroutines in the same frames. A bubble whose clock cannot advance does
 // nothing at all, and says so within seconds; one that runs, however slowly on a loaded machine,
 // changes between dumps.
 func stalled(stop <-chan struct{}, found func()) {
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(time.Second / 2)
 	defer tick.Stop()
 	last, same := "", 0
 	for {
@@ -140,9 +140,9 @@ func stalled(stop <-chan struct{}, found func()) {
 	}
 }
 
-// stallLimit is how many dumps a second apart must find the newest bubble unchanged before its
+// stallLimit is how many dumps half a second apart must find the newest bubble unchanged before its
 // clock has stopped.
-const stallLimit = 3
+const stallLimit = 4
 
 // newestBubble is the part of a dump of every goroutine that belongs to the newest bubble.
 func newestBubble(stacks string) string {
