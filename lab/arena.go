@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +28,7 @@ type arena struct {
 	armed, failedOver                          bool
 	viol                                       map[steps.Kind]string        // the referee's sentence for each kind it found
 	violAt                                     map[steps.Kind]time.Duration // when it said it
+	violWho                                    map[steps.Kind][]int         // the buyers it names
 	seen                                       []steps.Kind                 // the kinds announced, in order
 	first                                      string                       // a finished run's headline
 	log                                        []string
@@ -59,7 +60,7 @@ func newArena(sc steps.Scenario, t sim.Timing, stock int, lockKey string, canFai
 	}
 	return &arena{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
 		initial: stock, shelf: stock, lock: newLane(0), inside: map[[2]int]bool{}, overlapLogged: map[[2]int]bool{},
-		viol: map[steps.Kind]string{}, violAt: map[steps.Kind]time.Duration{}, roster: roster{retired: map[int]bool{}},
+		viol: map[steps.Kind]string{}, violAt: map[steps.Kind]time.Duration{}, violWho: map[steps.Kind][]int{}, roster: roster{retired: map[int]bool{}},
 		nodes: make([]nodeView, max(nodes, 1)), loss: "failover"}
 }
 
@@ -119,9 +120,6 @@ func (a *arena) setOwner(n int, b int64) {
 	}
 }
 
-// tokenRe finds the token in sim's EvFenced sentence: "… stale write (token 1)".
-var tokenRe = regexp.MustCompile(`\(token (\d+)\)`)
-
 // apply folds one event into the picture, and keeps it for rewind.
 func (a *arena) apply(e sim.Event) {
 	a.fold(e)
@@ -143,28 +141,29 @@ func (a *arena) fold(e sim.Event) {
 	switch e.Kind {
 	case sim.EvCommand:
 		a.commands++
-		d := e.Detail
+		c := e.Cmd
 		switch {
-		case strings.HasPrefix(d, "GET stock"):
+		case c == nil:
+		case c.Stock && c.Name == "GET":
 			l.mark(b, 'G')
-		case strings.HasPrefix(d, "SET stock"):
+		case c.Stock:
 			// drawn when the write lands (EvWrite): a paused process sends it only after the pause
-		case d == "GET lock":
+		case c.Name == "GET" && c.OnLock:
 			l.mark(b, 'o')
-		case d == "DEL lock":
+		case c.Name == "DEL" && c.OnLock:
 			l.mark(b, 'D')
-		case strings.HasPrefix(d, "EVAL") && e.Buyer != a.owner && l.waiting && !l.inside:
+		case strings.HasPrefix(c.Name, "EVAL") && e.Buyer != a.owner && l.waiting && !l.inside:
 			// a waiter's Lua lock attempt (steps 10+): counted as one more try, as SET NX is
 			if c := l.at(b); c != nil && c.spins < 1<<15 {
 				c.spins++
 			}
-		case strings.HasPrefix(d, "EVAL"):
+		case strings.HasPrefix(c.Name, "EVAL"):
 			l.mark(b, 'L')
 			a.renewed(e) // a Lua renewal or unlock: either way the owner was alive
-		case strings.HasPrefix(d, "PEXPIRE") || strings.HasPrefix(d, "EXPIRE"):
+		case c.Name == "PEXPIRE" || c.Name == "EXPIRE":
 			l.mark(b, 'P')
 			a.renewed(e)
-		case strings.HasPrefix(d, "SET NX") || strings.HasPrefix(d, "SETNX"):
+		case c.NX:
 			if c := l.at(b); c != nil && c.spins < 1<<15 {
 				c.spins++
 			}
@@ -179,13 +178,13 @@ func (a *arena) fold(e sim.Event) {
 		}
 		l.order(e.Order, false, true)
 		a.inside[[2]int{e.Buyer, e.Order}] = true
-		a.logf(e.At, "buyer %d is inside: read stock %d", e.Buyer, e.Stock)
+		a.logf(e.At, "%s", e.Words())
 		a.setOverlap(b)
 	case sim.EvWrite:
 		l.mark(b, 'S')
 		a.confirmed++
 		a.shelf = e.Stock
-		a.logf(e.At, "buyer %d wrote stock %d: order confirmed", e.Buyer, e.Stock)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvExit:
 		l.order(e.Order, false, false)
 		l.overlap = false
@@ -206,85 +205,84 @@ func (a *arena) fold(e sim.Event) {
 		}
 		delete(a.inside, [2]int{e.Buyer, e.Order})
 		l.touch(b)
-		switch d := e.Detail; {
-		case strings.HasPrefix(d, "sold, but "):
-			// the order wrote the stock, then its handler returned an error (an Unlock refused)
-			a.logf(e.At, "buyer %d: sold; then %s", e.Buyer, strings.TrimPrefix(d, "sold, but "))
-		case d == "ok, but sold nothing":
-			a.logf(e.At, "buyer %d: order returned without selling anything", e.Buyer)
-		case d != "ok" && !strings.Contains(d, "busy"):
-			a.logf(e.At, "buyer %d: order failed: %s", e.Buyer, d)
+		// An order that sold and returned nothing is the news of its write; a refusal is the
+		// news of the lane. The rest is said.
+		if !(e.Err == "" && e.Sold) && !strings.Contains(e.Err, steps.ErrBusy.Error()) {
+			a.logf(e.At, "%s", e.Words())
 		}
 	case sim.EvWaiting:
-		switch {
-		case e.Other == e.Buyer:
-			// a second request of the process found its own process's lock: it waits its turn
-			a.logf(e.At, "buyer %d: its second order found the lock held by its other order, and waits", e.Buyer)
-		case a.scenario != "": // live buyers wait all the time: only a scenario's waits are news
-			a.logf(e.At, "buyer %d found the lock held by buyer %d", e.Buyer, e.Other)
+		// Live buyers wait all the time: only a scenario's waits are news, and a second
+		// request's, which waits for its own process's lock.
+		if e.Other == e.Buyer || a.scenario != "" {
+			a.logf(e.At, "%s", e.Words())
 		}
 	case sim.EvOverlap:
 		// The referee decides overlaps in the inventory's order, so this can come after both
 		// orders' marks; the first is said by its VIOLATION line, each other pair once.
 		pair := [2]int{min(e.Buyer, e.Other), max(e.Buyer, e.Other)}
 		if _, told := a.viol[steps.Overlap]; told && !a.overlapLogged[pair] {
-			a.logf(e.At, "overlap: %s", e.Detail)
+			a.logf(e.At, "%s", e.Words())
 		}
 		a.overlapLogged[pair] = true
 	case sim.EvFenced:
 		a.fenced++
-		a.fenceBy = fmt.Sprintf("buyer %d's token was lower than the highest seen", e.Buyer)
-		if m := tokenRe.FindStringSubmatch(e.Detail); m != nil {
-			a.fenceBy = fmt.Sprintf("buyer %d's token %s < the highest seen", e.Buyer, m[1])
-		}
-		a.logf(e.At, "FENCED: %s", e.Detail)
+		a.fenceBy = fmt.Sprintf("buyer %d's token %d < the highest seen", e.Buyer, e.Token)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvPartitioned:
 		l.cut = true
 		l.touch(b)
-		a.logf(e.At, "buyer %d is cut off from the lock server for %s (the inventory still answers)", e.Buyer, e.Detail)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvHealed:
 		l.cut = false
 		l.touch(b)
-		a.logf(e.At, "buyer %d reaches the lock server again", e.Buyer)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvRejected:
-		a.logf(e.At, "buyer %d turned away, %d on the shelf", e.Buyer, e.Stock)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvAcquired, sim.EvReleased, sim.EvForeign, sim.EvExpired, sim.EvLost, sim.EvFailover, sim.EvRestart:
 		a.lockEvent(e, b)
 	case sim.EvFault:
-		a.logf(e.At, "buyer %d hit: %s", e.Buyer, e.Detail)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvFrozen:
 		l.frozen = true
 		l.touch(b)
-		a.logf(e.At, "buyer %d frozen for %s", e.Buyer, e.Detail)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvThawed:
 		l.frozen = false
 		l.touch(b)
-		a.logf(e.At, "buyer %d runs again", e.Buyer)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvCrashed:
 		l.crashed, l.frozen, l.cut, l.holding = true, false, false, false
 		clear(l.waitO)
 		clear(l.under)
 		l.order(0, false, false)
 		l.touch(b)
-		a.logf(e.At, "buyer %d crashed", e.Buyer)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvReentry:
-		a.logf(e.At, "buyer %d: nested lock failed: %s", e.Buyer, e.Detail)
+		if !e.OK {
+			a.logf(e.At, "%s", e.Words())
+		}
 	case sim.EvViolation:
-		a.see(e.Viol, e.Detail, e.At)
+		a.see(e.Viol, e.Sentence, e.At, e.Buyer, e.Other)
 		if a.judged(e.Viol) {
-			a.logf(e.At, "VIOLATION %s: %s", e.Viol, e.Detail)
+			a.logf(e.At, "%s", e.Words())
 		} else {
-			a.logf(e.At, "also seen (not judged by %s) %s: %s", a.scenario, e.Viol, e.Detail)
+			a.logf(e.At, "also seen (not judged by %s) %s: %s", a.scenario, e.Viol, e.Sentence)
 		}
 	}
 }
 
-// see records kind k, announced with sentence s (the first announcement of a kind is kept).
-func (a *arena) see(k steps.Kind, s string, at time.Duration) {
+// see records kind k, announced with sentence s naming buyers who (0: nobody), the first
+// announcement of a kind kept.
+func (a *arena) see(k steps.Kind, s string, at time.Duration, who ...int) {
 	if _, ok := a.viol[k]; ok {
 		return
 	}
 	a.viol[k], a.violAt[k] = oneLine(s), at
+	for _, n := range who {
+		if n != 0 && !slices.Contains(a.violWho[k], n) {
+			a.violWho[k] = append(a.violWho[k], n)
+		}
+	}
 	a.seen = append(a.seen, k)
 }
 
@@ -296,9 +294,9 @@ func (a *arena) finish(rep *sim.Report, err error) {
 		return
 	}
 	a.initial, a.shelf, a.confirmed = rep.InitialStock, rep.FinalStock, rep.Confirmed
-	a.viol, a.violAt, a.seen = map[steps.Kind]string{}, map[steps.Kind]time.Duration{}, nil
+	a.viol, a.violAt, a.violWho, a.seen = map[steps.Kind]string{}, map[steps.Kind]time.Duration{}, map[steps.Kind][]int{}, nil
 	for _, f := range rep.Explain {
-		a.see(f.Kind, f.Sentence, 0)
+		a.see(f.Kind, f.Sentence, 0, f.Buyers...)
 	}
 	a.first = oneLine(headline(rep))
 }

@@ -15,7 +15,7 @@ import (
 func TestFeedNeverBlocks(t *testing.T) {
 	f := newFeed(1)
 	for i := 0; i < 3*feedLimit; i++ {
-		f.push(sim.Event{Kind: sim.EvCommand, Detail: "SET NX lock"})
+		f.push(sim.Event{Kind: sim.EvCommand, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 	}
 	f.push(sim.Event{Kind: sim.EvViolation, Viol: steps.Overlap})
 	f.close()
@@ -38,10 +38,10 @@ func TestArenaTimeline(t *testing.T) {
 	a.apply(sim.Event{At: at(0), Kind: sim.EvEnter, Buyer: 1, Stock: 10})
 	a.apply(sim.Event{At: at(1), Kind: sim.EvStart, Buyer: 2})
 	for i := 0; i < 1000; i++ { // buyer 2 spins: one glyph per column, not one per command
-		a.apply(sim.Event{At: at(1 + i/200), Kind: sim.EvCommand, Buyer: 2, Detail: "SET NX lock"})
+		a.apply(sim.Event{At: at(1 + i/200), Kind: sim.EvCommand, Buyer: 2, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 	}
 	a.apply(sim.Event{At: at(6), Kind: sim.EvEnter, Buyer: 2, Stock: 10})
-	a.apply(sim.Event{At: at(8), Kind: sim.EvCommand, Buyer: 1, Detail: "SET stock"})
+	a.apply(sim.Event{At: at(8), Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "SET", Stock: true, Label: "SET stock", Long: "SET stock"}})
 	a.apply(sim.Event{At: at(8), Kind: sim.EvWrite, Buyer: 1, Stock: 9})
 	a.apply(sim.Event{At: at(8), Kind: sim.EvExit, Buyer: 1})
 	a.apply(sim.Event{At: at(9), Kind: sim.EvFrozen, Buyer: 2})
@@ -59,7 +59,7 @@ func TestArenaTimeline(t *testing.T) {
 	}
 	// A long session: the ring bounds memory, the lanes keep drawing.
 	for i := 0; i < 10*ringN; i++ {
-		a.apply(sim.Event{At: at(20 + i), Kind: sim.EvCommand, Buyer: 3, Detail: "GET stock"})
+		a.apply(sim.Event{At: at(20 + i), Kind: sim.EvCommand, Buyer: 3, Cmd: &sim.Command{Name: "GET", Stock: true, Label: "GET stock", Long: "GET stock"}})
 	}
 	if len(a.lanes) != 3 || len(a.log) > logN {
 		t.Fatalf("lanes %d, log %d", len(a.lanes), len(a.log))
@@ -122,10 +122,10 @@ func TestSecondRequestAndPartition(t *testing.T) {
 		}
 	}
 	said := "two orders of buyer 1 were both inside the critical section for 12 ms"
-	a.apply(sim.Event{At: at(13), Kind: sim.EvOverlap, Buyer: 1, Other: 1, Detail: said})
-	a.apply(sim.Event{At: at(13), Kind: sim.EvViolation, Viol: steps.Overlap, Detail: said})
-	a.apply(sim.Event{At: at(14), Kind: sim.EvOverlap, Buyer: 2, Other: 1, Detail: "buyer 1 and buyer 2 were both inside"})
-	a.apply(sim.Event{At: at(15), Kind: sim.EvOverlap, Buyer: 1, Other: 2, Detail: "buyer 1 and buyer 2 were both inside"})
+	a.apply(sim.Event{At: at(13), Kind: sim.EvOverlap, Buyer: 1, Other: 1, Sentence: said})
+	a.apply(sim.Event{At: at(13), Kind: sim.EvViolation, Viol: steps.Overlap, Sentence: said})
+	a.apply(sim.Event{At: at(14), Kind: sim.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
+	a.apply(sim.Event{At: at(15), Kind: sim.EvOverlap, Buyer: 1, Other: 2, Sentence: "buyer 1 and buyer 2 were both inside"})
 	log = strings.Join(a.log, "\n")
 	if strings.Count(log, said) != 1 || strings.Count(log, "overlap: buyer 1 and buyer 2") != 1 {
 		t.Errorf("each overlapping pair once:\n%s", log)
@@ -159,13 +159,13 @@ func TestViolationSentencesAreTheReferees(t *testing.T) {
 	m := liveArena(t, 3)
 	a := m.ar
 	ms := time.Millisecond
-	a.apply(sim.Event{At: ms, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 2 was turned away while 100 units were on the shelf"})
+	a.apply(sim.Event{At: ms, Kind: sim.EvViolation, Viol: steps.LostSales, Sentence: "buyer 2 was turned away while 100 units were on the shelf"})
 	for i := 0; i < 19; i++ { // 19 sold properly: 100 → 81
 		sell(a, ms*time.Duration(2+i), 1, 100-i)
 	}
 	sell(a, 300*ms, 3, 100) // a paused buyer's stale write: the shelf goes back to 99
 	const said = "20 orders confirmed but only 1 unit left the shelf: 19 oversold"
-	a.apply(sim.Event{At: 300 * ms, Kind: sim.EvViolation, Viol: steps.Oversold, Detail: said})
+	a.apply(sim.Event{At: 300 * ms, Kind: sim.EvViolation, Viol: steps.Oversold, Sentence: said})
 	sell(a, 310*ms, 1, 99)
 	sell(a, 320*ms, 1, 81) // and a write from the old count: the shelf is at 80 again
 	v := m.View()
@@ -187,14 +187,14 @@ func TestFirstViolationAgreesWithInvariants(t *testing.T) {
 	m := liveArena(t, 6)
 	a := m.ar
 	for i := 0; i < 300; i++ {
-		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Detail: "SET NX lock"})
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 	}
 	sell(a, 2*time.Millisecond, 1, 100)
 	if v := m.View(); strings.Contains(v, "✗ flood") || !strings.Contains(v, "no violation so far") {
 		t.Fatalf("a flood the referee did not announce:\n%s", v)
 	}
 	const said = "101 Redis commands and no order confirmed yet (limit 100 per order)"
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.Flood, Detail: said})
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.Flood, Sentence: said})
 	v := m.View()
 	if !strings.Contains(v, "✗ flood") || strings.Contains(v, "no violation so far") || !strings.Contains(v, said) {
 		t.Fatalf("flood:\n%s", v)
@@ -210,13 +210,13 @@ func TestUnjudgedKindsAreNotViolations(t *testing.T) {
 	m.scr = scrArena
 	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true, 1)
 	a := m.ar
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 3 was turned away while 2 units were on the shelf"})
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Sentence: "buyer 3 was turned away while 2 units were on the shelf"})
 	v := m.View()
 	if !strings.Contains(v, "also seen (not judged by slow) lost-sales: buyer 3") || strings.Contains(v, "VIOLATION lost-sales") ||
 		!strings.Contains(v, "no violation so far") || !strings.Contains(v, "– lost-sales") {
 		t.Fatalf("an unjudged kind:\n%s", v)
 	}
-	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Overlap, Detail: "buyer 1 and buyer 2 were both inside"})
+	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Overlap, Sentence: "buyer 1 and buyer 2 were both inside"})
 	v = m.View()
 	if !strings.Contains(v, "VIOLATION overlap") || !strings.Contains(v, "first violation, at 0s: buyer 1 and buyer 2") || !strings.Contains(v, "✗ overlap") {
 		t.Fatalf("a judged kind:\n%s", v)
@@ -268,15 +268,15 @@ func TestNoVerdictOnPartialEvidence(t *testing.T) {
 	}
 }
 
-// TestLogStaysInItsPlace: multi-line details become one line, "sold, but" is no failed order, and
+// TestLogStaysInItsPlace: multi-line details become one line, a sale then an error is no failed order, and
 // the footer stays on screen (problems 4, 5).
 func TestLogStaysInItsPlace(t *testing.T) {
 	m := liveArena(t, 2)
 	a := m.ar
 	for i := 0; i < 20; i++ {
-		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 1, Detail: "boom\nline 2\nline 3\n"})
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 1, Err: "boom\nline 2\nline 3\n"})
 	}
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 2, Detail: "sold, but steps: lock is not held by this process"})
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 2, Sold: true, Err: "steps: lock is not held by this process"})
 	m.msg = "the scenario failed: panic\ngoroutine 1\nmain.go:1"
 	for _, size := range [][2]int{{100, 30}, {80, 24}} {
 		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
@@ -285,12 +285,12 @@ func TestLogStaysInItsPlace(t *testing.T) {
 		if len(lines) != size[1] || !strings.Contains(lines[len(lines)-1], "q quit") {
 			t.Fatalf("%v: %d lines, last %q:\n%s", size, len(lines), lines[len(lines)-1], v)
 		}
-		if !strings.Contains(v, "buyer 1: order failed: boom; line 2; line 3") {
+		if !strings.Contains(v, "buyer 1's order failed: boom; line 2; line 3") {
 			t.Errorf("%v: the multi-line detail:\n%s", size, v)
 		}
 	}
-	if l := a.log[len(a.log)-1]; !strings.HasSuffix(l, "buyer 2: sold; then steps: lock is not held by this process") {
-		t.Errorf("sold, but: %q", l)
+	if l := a.log[len(a.log)-1]; !strings.HasSuffix(l, "buyer 2's order sold; then steps: lock is not held by this process") {
+		t.Errorf("sold, then an error: %q", l)
 	}
 }
 
@@ -298,7 +298,7 @@ func TestLogStaysInItsPlace(t *testing.T) {
 func TestCommandsPerOrderWithoutOrders(t *testing.T) {
 	m := liveArena(t, 1)
 	for i := 0; i < 4; i++ {
-		m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Detail: "SET NX lock"})
+		m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 	}
 	if s := m.ar.shopLine(100); !strings.Contains(s, "4 Redis cmds, no order yet") || strings.Contains(s, "cmds/order") {
 		t.Fatalf("no order: %q", s)
@@ -316,13 +316,13 @@ func TestStuckLive(t *testing.T) {
 	m := liveArena(t, 1)
 	a := m.ar
 	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 2})
-	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvDone, Buyer: 2, Detail: "boom"})
+	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvDone, Buyer: 2, Err: "boom"})
 	a.setLock(lockReading{st: sim.LockState{Held: true, Owner: 2, TTL: -1}, at: 10 * a.timing.TTL})
 	if _, bad := a.violated(steps.Stuck); bad {
 		t.Fatalf("the lab judged stuck by itself:\n%s", m.View())
 	}
 	const said = "the lock is still held by buyer 2, whose order has ended, while 100 units are on the shelf: nobody can buy them"
-	a.apply(sim.Event{At: 3 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Stuck, Detail: said})
+	a.apply(sim.Event{At: 3 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Stuck, Sentence: said})
 	if v := strings.Join(strings.Fields(m.View()), " "); !strings.Contains(v, "✗ stuck") || !strings.Contains(v, "first violation, at 0s: "+said) {
 		t.Fatalf("stuck:\n%s", m.View())
 	}

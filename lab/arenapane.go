@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -122,7 +120,7 @@ func (p *arenaPane) View() string {
 	if showTopo {
 		out = append(out, a.topoLine())
 	}
-	p.tl.a, p.tl.keep = a, namedBuyers(first, latest)
+	p.tl.a, p.tl.keep = a, a.named()
 	p.tl.SetSize(w, lanes)
 	out = append(out, p.tl.View()...)
 	out = append(out, rew...)
@@ -159,14 +157,17 @@ func (p *arenaPane) statusLines(w int) []string {
 	return append(wrap(sLabel.Render(mode), w), l[:min(len(l), 3)]...)
 }
 
-var buyerRe = regexp.MustCompile(`\bbuyer (\d+)`)
-
-// namedBuyers are the buyers the verdict's sentences name, in order.
-func namedBuyers(sentences ...string) []int {
+// named are the buyers the first violation and the latest name, in order: the lanes the
+// timeline keeps in view.
+func (a *arena) named() []int {
+	fk, lk := a.firstLatest()
+	if a.done && a.rep != nil && len(a.rep.Explain) > 0 {
+		fk = a.rep.Explain[0].Kind
+	}
 	var out []int
-	for _, s := range sentences {
-		for _, m := range buyerRe.FindAllStringSubmatch(s, -1) {
-			if n, err := strconv.Atoi(m[1]); err == nil && !slices.Contains(out, n) {
+	for _, k := range []steps.Kind{fk, lk} {
+		for _, n := range a.violWho[k] {
+			if !slices.Contains(out, n) {
 				out = append(out, n)
 			}
 		}

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -22,58 +22,64 @@ import (
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
-var record = flag.Bool("record", false, "re-record testdata/step04_slow.json from a real run of step 04 under slow")
+var record = flag.Bool("record", false, "re-record testdata/step04_slow.json from a run of step 04 under slow")
 
-// recorded is a real run of step 04 under slow, kept so the arena's golden does not depend on
-// the scheduler.
-type recorded struct {
-	Events []sim.Event `json:"events"`
-	Report *sim.Report `json:"report"`
-}
-
+// recordedFile is the history of a run of step 04 under slow, in virtual time, kept so the
+// arena's golden does not depend on the scheduler. The lab reads it as it reads a live run: the
+// referee's events, as Judge finds them in the history.
 const recordedFile = "testdata/step04_slow.json"
 
-func loadRecorded(t testing.TB, m *model) {
+func loadRecorded(t *testing.T, m *model) {
 	if *record {
 		recordRun(t)
 	}
-	b, err := os.ReadFile(recordedFile)
+	f, err := os.Open(recordedFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r recorded
-	if err := json.Unmarshal(b, &r); err != nil {
+	defer f.Close()
+	h, err := sim.ReadHistory(f)
+	if err != nil {
 		t.Fatal(err)
+	}
+	var events []sim.Event
+	ref := sim.NewReferee(*h, func(e sim.Event) { events = append(events, e) })
+	for _, rec := range h.Records {
+		ref.Add(rec)
 	}
 	m.cur, m.scr, m.slow = 3, scrArena, 1
 	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "lockstep:5eed0000:"+sim.LockName, true, 1)
-	for _, e := range r.Events {
+	for _, e := range events {
 		m.ar.apply(e)
 	}
-	m.finishBreak(r.Report, nil)
+	m.finishBreak(ref.Report(), nil)
 }
 
 var recordedOnce bool
 
-func recordRun(t testing.TB) {
+func recordRun(t *testing.T) {
 	if recordedOnce {
 		return
 	}
 	recordedOnce = true
-	env, err := redisenv.Open("", redisenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
 	st, _ := catalog.Find("04")
-	var r recorded
-	rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env, OnEvent: func(e sim.Event) { r.Events = append(r.Events, e) }}, steps.Slow)
+	var rep *sim.Report
+	synctest.Test(t, func(t *testing.T) {
+		env, err := redisenv.Open("", redisenv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer env.Close()
+		if rep, err = sim.Run(context.Background(), sim.Config{Step: st, Env: env}, steps.Slow); err != nil {
+			t.Fatal(err)
+		}
+	})
+	f, err := os.Create(recordedFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Report = rep
-	b, _ := json.MarshalIndent(r, "", " ")
-	if err := os.WriteFile(recordedFile, b, 0o644); err != nil {
+	defer f.Close()
+	if err := sim.WriteHistory(f, rep.History); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -173,7 +179,7 @@ func TestLiveFaults(t *testing.T) {
 		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(want)) },
 			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
 	}
-	wait("took the lock")
+	wait("takes the lock")
 	// A crash hits whoever holds the lock, or says nobody does: retry until it hits. The output is
 	// read in chunks, so keep the tail of the last one (a line may be split between them).
 	deadline := time.Now().Add(10 * time.Second)
@@ -217,12 +223,12 @@ func BenchmarkView(b *testing.B) {
 		at := time.Duration(i) * t.TTL / 20
 		for n := 1; n <= 50; n++ {
 			a.apply(sim.Event{At: at, Kind: sim.EvStart, Buyer: n})
-			a.apply(sim.Event{At: at, Kind: sim.EvCommand, Buyer: n, Detail: "SET NX lock"})
+			a.apply(sim.Event{At: at, Kind: sim.EvCommand, Buyer: n, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 		}
 		h := i%50 + 1
 		a.apply(sim.Event{At: at, Kind: sim.EvAcquired, Buyer: h})
 		a.apply(sim.Event{At: at, Kind: sim.EvEnter, Buyer: h, Stock: 5})
-		a.apply(sim.Event{At: at, Kind: sim.EvCommand, Buyer: h, Detail: "GET stock"})
+		a.apply(sim.Event{At: at, Kind: sim.EvCommand, Buyer: h, Cmd: &sim.Command{Name: "GET", Stock: true, Label: "GET stock", Long: "GET stock"}})
 		a.apply(sim.Event{At: at, Kind: sim.EvWrite, Buyer: h, Stock: 4})
 		a.apply(sim.Event{At: at, Kind: sim.EvExit, Buyer: h})
 		a.apply(sim.Event{At: at, Kind: sim.EvReleased, Buyer: h})

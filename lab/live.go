@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -145,21 +144,18 @@ type aftermath struct {
 func (af *aftermath) then(e sim.Event, a *arena) string {
 	switch {
 	case e.Kind == sim.EvOverlap && (e.Buyer == af.who || e.Other == af.who):
-		return e.Detail
-	case e.Kind == sim.EvViolation && slices.Contains(namedBuyers(e.Detail), af.who):
-		return e.Detail
+		return e.Sentence
+	case e.Kind == sim.EvViolation && (e.Buyer == af.who || e.Other == af.who):
+		return e.Sentence
 	case af.f == sim.FaultSecond && e.Kind == sim.EvStart && e.Buyer == af.who && af.second == 0:
 		af.second = e.Order
 	case af.f == sim.FaultSecond && e.Kind == sim.EvEnter && e.Buyer == af.who && e.Order == af.second && len(af.others) > 0 &&
 		!slices.ContainsFunc(af.others, func(k int) bool { return a.buyer(af.who).under[k] }):
 		// the referee says nothing of a lock that made a request wait: the picture does
 		return fmt.Sprintf("buyer %d's second order waited its turn: it went in only once its other order had returned", af.who)
-	case af.f == sim.FaultPartition && e.Kind == sim.EvDone && e.Buyer == af.who && e.Detail != "ok" && !strings.HasPrefix(e.Detail, "sold, but"):
+	case af.f == sim.FaultPartition && e.Kind == sim.EvDone && e.Buyer == af.who && !e.Sold:
 		// a lease guard stopped the order (12+): it returns without writing
-		if e.Detail == "ok, but sold nothing" {
-			return fmt.Sprintf("buyer %d's order returned without selling anything", af.who)
-		}
-		return fmt.Sprintf("buyer %d's order returned without selling anything: %s", af.who, e.Detail)
+		return e.Words()
 	}
 	return ""
 }

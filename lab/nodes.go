@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
@@ -70,12 +69,11 @@ func (a *arena) node(i int) *nodeView {
 }
 
 // renewed notes a holder's command that rewrote or renewed its lock (a Lua script, a PEXPIRE) on
-// the node its label names ("EVAL lock @2").
+// the node it went to.
 func (a *arena) renewed(e sim.Event) {
-	i := 0
-	if at := strings.LastIndex(e.Detail, " @"); at >= 0 {
-		fmt.Sscanf(e.Detail[at+2:], "%d", &i)
-		i--
+	i := e.Node
+	if e.Cmd != nil {
+		i = e.Cmd.Node
 	}
 	if i >= 0 && i < len(a.nodes) && a.nodes[i].owner == e.Buyer {
 		a.nodes[i].setAt = e.At
@@ -86,28 +84,23 @@ func (a *arena) renewed(e sim.Event) {
 // lock lane's marks, and the owner (on a quorum, the majority's).
 func (a *arena) lockEvent(e sim.Event, b int64) {
 	nv := a.node(e.Node)
-	on := a.onNode(e.Node)
 	expiredAt := b
 	switch e.Kind {
 	case sim.EvAcquired:
 		nv.owner, nv.setAt = e.Buyer, e.At
-		nv.noTTL = strings.HasPrefix(a.commandBefore(a.hist.last(), e), "SETNX")
+		nv.noTTL = e.TTL < 0
 		if a.multi() {
-			a.logf(e.At, "buyer %d took the lock%s (%d of %d nodes)", e.Buyer, on, holds(a.nodes, e.Buyer), len(a.nodes))
+			a.logf(e.At, "%s (%d of %d nodes)", e.Words(), holds(a.nodes, e.Buyer), len(a.nodes))
 		} else {
-			a.logf(e.At, "buyer %d took the lock", e.Buyer)
+			a.logf(e.At, "%s", e.Words())
 		}
 	case sim.EvReleased:
 		nv.owner = 0
-		a.logf(e.At, "buyer %d released its lock%s", e.Buyer, on)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvForeign:
 		nv.owner = 0
 		a.lock.mark(b, '!')
-		if e.Other != 0 {
-			a.logf(e.At, "buyer %d DELETED buyer %d's lock%s", e.Buyer, e.Other, on)
-		} else {
-			a.logf(e.At, "buyer %d deleted a lock it did not own%s", e.Buyer, on)
-		}
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvExpired:
 		// The referee sees an expiry at the next lock command; Redis dropped the key one TTL
 		// after the owner last set it, so that is where the lock lane shows it.
@@ -116,23 +109,23 @@ func (a *arena) lockEvent(e sim.Event, b int64) {
 		}
 		nv.owner = 0
 		a.lock.mark(expiredAt, 'x')
-		a.logf(e.At, "buyer %d's lock expired%s (TTL ran out)", e.Other, on)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvLost:
 		nv.owner = 0
 		a.lock.mark(b, '?')
-		a.logf(e.At, "buyer %d's lock vanished%s in the %s", e.Other, on, a.loss)
+		a.logf(e.At, "%s, in the %s", e.Words(), a.loss)
 	case sim.EvFailover:
 		a.lock.mark(b, 'F')
-		if !strings.HasPrefix(e.Detail, "failed") {
+		if e.OK {
 			a.failedOver, a.armed, a.loss, nv.fate = true, false, "failover", "failed over"
 		}
-		a.logf(e.At, "failover: %s", e.Detail)
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvRestart:
 		a.lock.mark(b, 'R')
-		if !strings.HasPrefix(e.Detail, "failed") {
+		if e.OK {
 			a.loss, nv.fate = "restart", "restarted"
 		}
-		a.logf(e.At, "restart: %s", e.Detail)
+		a.logf(e.At, "%s", e.Words())
 	}
 	if o := majority(a.nodes); o != a.owner {
 		a.setOwner(o, b)

@@ -82,7 +82,7 @@ func (a *arena) verdict() (first, latest string) {
 		first = sGood.Render("✓ no violation so far")
 		switch {
 		case a.scenario == "":
-			first += sDim.Render("  (✗ stuck once a lock outlives its owner's order by a TTL; ? " + string(notLive) + " is judged only at the end of a run)")
+			first += sDim.Render("  (✗ stuck once a lock that never expires outlives its owner's order by a TTL; ? " + string(notLive) + " is judged only at the end of a run)")
 		case a.judged(steps.Stuck) || a.judged(notLive):
 			first += sDim.Render("  (? is judged when the scenario ends; – not judged by it)")
 		default:

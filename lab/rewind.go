@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
@@ -154,7 +153,8 @@ func (a *arena) rewindLines(w int) []string {
 	return l[:min(len(l), 2)]
 }
 
-// said is event i in words, with the lock as it stood after it where that is the news.
+// said is event i in words (sim's, as the log says them), with the lock as it stood after it
+// where that is the news.
 func (a *arena) said(i int) string {
 	s := a.hist.at(i)
 	e := s.ev
@@ -163,8 +163,10 @@ func (a *arena) said(i int) string {
 	switch e.Kind {
 	case sim.EvStart:
 		return fmt.Sprintf("%s starts order %d", who, e.Order)
-	case sim.EvCommand:
-		return fmt.Sprintf("%s sends %s; %s", who, nodeLabel(e.Detail), a.lockAt(s))
+	case sim.EvCommand, sim.EvEnter:
+		return e.Words() + "; " + a.lockAt(s)
+	case sim.EvReleased, sim.EvExpired, sim.EvLost:
+		return e.Words() + "; " + a.lockAt(s)
 	case sim.EvAcquired:
 		got := fmt.Sprintf("the lock%s is %s's, %s", on, who, a.freshTTL(i))
 		if a.multi() {
@@ -173,61 +175,14 @@ func (a *arena) said(i int) string {
 				got += ": a majority"
 			}
 		}
-		if e.Detail == "handed over" {
-			return fmt.Sprintf("%s was handed the lock: %s", who, got)
+		if !e.Handed {
+			if c := a.lockCommand(i); c != "" {
+				return fmt.Sprintf("%s: %s → OK, %s", who, c, got)
+			}
 		}
-		if c := a.lockCommand(i); c != "" {
-			return fmt.Sprintf("%s: %s → OK, %s", who, nodeLabel(c), got)
-		}
-		return fmt.Sprintf("%s took the lock: %s", who, got)
-	case sim.EvReleased:
-		return fmt.Sprintf("%s released its lock%s; %s", who, on, a.lockAt(s))
-	case sim.EvForeign:
-		return fmt.Sprintf("%s deleted the lock%s, which was buyer %d's", who, on, e.Other)
-	case sim.EvExpired:
-		return fmt.Sprintf("buyer %d's lock%s expired: its TTL ran out; %s", e.Other, on, a.lockAt(s))
-	case sim.EvLost:
-		return fmt.Sprintf("buyer %d's lock%s vanished in the %s; %s", e.Other, on, a.lossAt(i), a.lockAt(s))
-	case sim.EvWaiting:
-		return fmt.Sprintf("%s found the lock held by buyer %d", who, e.Other)
-	case sim.EvWork:
-		return fmt.Sprintf("%s begins its work", who)
-	case sim.EvEnter:
-		return fmt.Sprintf("%s read stock %d: it is inside; %s", who, e.Stock, a.lockAt(s))
-	case sim.EvWrite:
-		return fmt.Sprintf("%s wrote stock %d: its order is confirmed", who, e.Stock)
-	case sim.EvExit:
-		return fmt.Sprintf("%s left the critical section", who)
-	case sim.EvDone:
-		return fmt.Sprintf("%s's order returned: %s", who, e.Detail)
-	case sim.EvRefused:
-		return fmt.Sprintf("%s's Lock answered no", who)
-	case sim.EvRejected:
-		return fmt.Sprintf("%s was turned away with %d on the shelf", who, e.Stock)
-	case sim.EvFault:
-		return fmt.Sprintf("%s is hit: %s", who, e.Detail)
-	case sim.EvFrozen:
-		return fmt.Sprintf("%s's process is frozen for %s: none of its commands leave", who, e.Detail)
-	case sim.EvThawed:
-		return fmt.Sprintf("%s's process runs again", who)
-	case sim.EvPartitioned:
-		return fmt.Sprintf("%s is cut off from the lock server for %s", who, e.Detail)
-	case sim.EvHealed:
-		return fmt.Sprintf("%s reaches the lock server again", who)
-	case sim.EvCrashed:
-		return fmt.Sprintf("%s's process crashed", who)
-	case sim.EvReentry:
-		return fmt.Sprintf("%s: nested lock failed: %s", who, e.Detail)
-	case sim.EvFailover:
-		return "failover" + on + ": " + e.Detail
-	case sim.EvRestart:
-		return "restart: " + e.Detail
-	case sim.EvViolation:
-		return fmt.Sprintf("VIOLATION %s: %s", e.Viol, e.Detail)
-	case sim.EvOverlap, sim.EvFenced:
-		return e.Detail // the referee's words
+		return e.Words() + ": " + got
 	}
-	return e.String()
+	return e.Words()
 }
 
 // lockAt is the lock after snap s, in words.
@@ -250,8 +205,8 @@ func (a *arena) lockCommand(i int) string {
 	return a.commandBefore(i-1, a.hist.at(i).ev)
 }
 
-// commandBefore is the lock command whose answer e is: e's buyer's latest command on the lock
-// (on e's node) at or before event j, since its previous event about the lock; "" if none.
+// commandBefore is the lock command whose answer e is, in words: e's buyer's latest command on the
+// lock (on e's node) at or before event j, since its previous event about the lock; "" if none.
 func (a *arena) commandBefore(j int, e sim.Event) string {
 	for stop := max(a.hist.base, j-64); j >= stop; j-- {
 		p := a.hist.at(j).ev
@@ -264,8 +219,8 @@ func (a *arena) commandBefore(j int, e sim.Event) string {
 		if p.Kind != sim.EvCommand {
 			return ""
 		}
-		if strings.Contains(p.Detail, " lock") && (!a.multi() || strings.HasSuffix(p.Detail, fmt.Sprintf(" @%d", e.Node+1))) {
-			return p.Detail
+		if p.Cmd != nil && p.Cmd.OnLock && p.Cmd.Node == e.Node {
+			return p.Cmd.Long
 		}
 	}
 	return ""
@@ -304,6 +259,3 @@ func (a *arena) lossAt(i int) string {
 	}
 	return a.loss
 }
-
-// nodeLabel says a command's node in words: "EVAL lock @2" is "EVAL lock on lock-2".
-func nodeLabel(c string) string { return strings.ReplaceAll(c, " @", " on lock-") }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,20 +27,20 @@ func TestRewindWalksTheRecordedRun(t *testing.T) {
 		t.Fatalf("a cursor before any rewind key:\n%s", m.View())
 	}
 	press(m, ",")
-	if v := flat(m); !strings.Contains(v, "◀▶ 27/27") || !strings.Contains(v, "buyer 2's order returned: ok") || n != 27 {
+	if v := flat(m); !strings.Contains(v, "◀▶ 31/31") || !strings.Contains(v, "buyer 2's order returned: sold") || n != 31 {
 		t.Fatalf(", after the run: want the last of %d events:\n%s", n, m.View())
 	}
 	press(m, "home")
 	v := m.View()
-	if !strings.Contains(v, "◀▶ 1/27 0.00s buyer 1 starts order 1") || !strings.Contains(v, "▼") {
+	if !strings.Contains(v, "◀▶ 1/31 0.00s buyer 1 starts order 1") || !strings.Contains(v, "▼") {
 		t.Fatalf("home:\n%s", v)
 	}
 	if press(m, ","); !strings.Contains(m.msg, "first event") {
 		t.Errorf(", on the first event: %q", m.msg)
 	}
 	want := []string{
-		"2/27 0.00s buyer 1 sends SET NX lock; the lock is free",
-		"3/27 0.01s buyer 1: SET NX lock → OK, the lock is buyer 1's, TTL 0.2s",
+		"2/31 0.00s buyer 1 sends SET NX lock; the lock is free",
+		"3/31 0.00s buyer 1: SET NX lock → OK, the lock is buyer 1's, TTL 0.2s",
 	}
 	for _, w := range want {
 		press(m, ".")
@@ -51,10 +52,10 @@ func TestRewindWalksTheRecordedRun(t *testing.T) {
 		t.Errorf("the LOCK line at the cursor:\n%s", m.View())
 	}
 	// on to the referee's sentences, word for word
-	for _, w := range []string{"buyer 1 and buyer 2 were both inside the critical section for 52 ms",
-		"VIOLATION overlap: buyer 1 and buyer 2 were both inside the critical section for 52 ms",
+	for _, w := range []string{"overlap: buyer 1 and buyer 2 were both inside the critical section for 20 ms",
+		"VIOLATION overlap: buyer 1 and buyer 2 were both inside the critical section for 20 ms",
 		"buyer 1 sends DEL lock; the lock is buyer 2's",
-		"buyer 1 deleted the lock, which was buyer 2's",
+		"buyer 1 deletes the lock that buyer 2 held",
 		"VIOLATION foreign-release: buyer 1 deleted the lock that buyer 2 held"} {
 		for i := 0; i < n && !strings.Contains(flat(m), w); i++ {
 			press(m, ".")
@@ -64,7 +65,7 @@ func TestRewindWalksTheRecordedRun(t *testing.T) {
 		}
 	}
 	press(m, "end")
-	if press(m, "."); !strings.Contains(m.msg, "latest event") || !strings.Contains(flat(m), "27/27") {
+	if press(m, "."); !strings.Contains(m.msg, "latest event") || !strings.Contains(flat(m), "31/31") {
 		t.Errorf(". on the last event: %q\n%s", m.msg, m.View())
 	}
 	press(m, " ")
@@ -101,16 +102,16 @@ func TestRewindWaitsForHeldOrders(t *testing.T) {
 // quorumRun is step 15's restart as sim tells it: buyer 1 takes lock-1 and lock-2 (it missed
 // lock-3), lock-1 restarts and forgets, buyer 2 takes lock-1 and lock-3.
 var quorumRun = []sim.Event{
-	{At: 1 * time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Detail: "EVAL lock @1"},
-	{At: 2 * time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Detail: "EVAL lock @2"},
-	{At: 3 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 1, Node: 0},
-	{At: 4 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 1, Node: 1},
-	{At: 40 * time.Millisecond, Kind: sim.EvRestart, Node: 0, Detail: "lock-1 restarted without persistence: it forgot every key"},
-	{At: 40 * time.Millisecond, Kind: sim.EvLost, Other: 1, Node: 0},
-	{At: 50 * time.Millisecond, Kind: sim.EvCommand, Buyer: 2, Detail: "EVAL lock @1"},
-	{At: 51 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 2, Node: 0},
-	{At: 52 * time.Millisecond, Kind: sim.EvCommand, Buyer: 2, Detail: "EVAL lock @3"},
-	{At: 53 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 2, Node: 2},
+	{At: 1 * time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "EVAL", OnLock: true, Node: 0, Label: "EVAL lock @1", Long: "EVAL lock on lock-1"}},
+	{At: 2 * time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "EVAL", OnLock: true, Node: 1, Label: "EVAL lock @2", Long: "EVAL lock on lock-2"}},
+	{At: 3 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 1, Node: 0, On: "lock-1"},
+	{At: 4 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 1, Node: 1, On: "lock-2"},
+	{At: 40 * time.Millisecond, Kind: sim.EvRestart, Node: 0, OK: true},
+	{At: 40 * time.Millisecond, Kind: sim.EvLost, Other: 1, Node: 0, On: "lock-1"},
+	{At: 50 * time.Millisecond, Kind: sim.EvCommand, Buyer: 2, Cmd: &sim.Command{Name: "EVAL", OnLock: true, Node: 0, Label: "EVAL lock @1", Long: "EVAL lock on lock-1"}},
+	{At: 51 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 2, Node: 0, On: "lock-1"},
+	{At: 52 * time.Millisecond, Kind: sim.EvCommand, Buyer: 2, Cmd: &sim.Command{Name: "EVAL", OnLock: true, Node: 2, Label: "EVAL lock @3", Long: "EVAL lock on lock-3"}},
+	{At: 53 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 2, Node: 2, On: "lock-3"},
 }
 
 // TestQuorumNodes: a quorum lock's owner is the majority's; its LOCK line and one line per node
@@ -142,7 +143,7 @@ func TestQuorumNodes(t *testing.T) {
 		t.Errorf("buyer 1's majority:\n%s", m.View())
 	}
 	press(m, ".", ".")
-	if v := flat(m); !strings.Contains(v, "buyer 1's lock on lock-1 vanished in the restart; nobody holds a majority") ||
+	if v := flat(m); !strings.Contains(v, "buyer 1's lock on lock-1 is lost: the node forgot it; nobody holds a majority") ||
 		!strings.Contains(v, "LOCK no majority: nobody holds 2 of the 3 nodes") {
 		t.Errorf("the restart:\n%s", m.View())
 	}
@@ -160,8 +161,7 @@ func TestFencedWriteIsSaid(t *testing.T) {
 	press(m, "16")
 	m.scr = scrArena
 	m.ar = newArena(steps.Pause, sim.DefaultTiming(), -1, "k", true, 1)
-	const said = "the inventory refused buyer 1's stale write (token 1)"
-	m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvFenced, Buyer: 1, Detail: said})
+	m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvFenced, Buyer: 1, Token: 1, Write: true})
 	m.ar.finish(&sim.Report{Scenario: "pause", InitialStock: 3, FinalStock: 2, Confirmed: 1}, nil)
 	v := flat(m)
 	if !strings.Contains(v, "1 stale write refused (token too low)") || !strings.Contains(v, "LOCK stale write refused at the inventory: buyer 1's token 1 < the highest seen") {
@@ -186,10 +186,20 @@ func TestStep17CannotBeBroken(t *testing.T) {
 func TestGoldenArenaRewind80x24(t *testing.T) {
 	m := newModel(tuiOptions{offline: true})
 	loadRecorded(t, m)
+	at := -1 // the overlap's event
+	for i, s := range m.ar.hist.s {
+		if s.ev.Kind == sim.EvOverlap {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		t.Fatal("the recorded run has no overlap")
+	}
 	keys := []string{"home"}
-	for i := 0; i < 15; i++ {
+	for range at {
 		keys = append(keys, ".")
 	}
-	v := runTea(t, m, 80, 24, "16/27", append([]string{","}, keys...)...)
+	v := runTea(t, m, 80, 24, fmt.Sprintf("%d/%d", at+1, len(m.ar.hist.s)), append([]string{","}, keys...)...)
 	golden.RequireEqual(t, []byte(v))
 }

@@ -80,9 +80,9 @@ func TestNamedBuyersAreShown(t *testing.T) {
 	a := newArena(steps.Contention, sim.DefaultTiming(), -1, "k", true, 1)
 	for n := 1; n <= 8; n++ {
 		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvStart, Buyer: n})
-		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: n, Detail: "busy"})
+		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: n, Err: steps.ErrBusy.Error()})
 	}
-	tl := timeline{a: a, keep: namedBuyers("first violation: 7 orders were turned away; first: buyer 8 was turned away", "buyer 6 and buyer 7")}
+	tl := timeline{a: a, keep: []int{8, 6, 7}}
 	tl.SetSize(80, 4)
 	v := strings.Join(tl.View(), "\n")
 	for _, want := range []string{"\nb6 ", "\nb7 ", "\nb8 ", "5 more buyers not shown (a taller terminal shows them): b1 b2 b3 b4 b5"} {
@@ -260,9 +260,9 @@ func TestLatestViolationIsNotCut(t *testing.T) {
 	m := liveArena(t, 2)
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	a := m.ar
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Detail: "buyer 2 was turned away while 100 units were on the shelf"})
+	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Sentence: "buyer 2 was turned away while 100 units were on the shelf"})
 	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Stuck,
-		Detail: "the lock is still held by buyer 4, whose process crashed, while 91 units remain: nobody can buy them"})
+		Sentence: "the lock is still held by buyer 4, whose process crashed, while 91 units remain: nobody can buy them"})
 	if v := m.View(); !strings.Contains(v, "nobody can buy them") {
 		t.Fatalf("the latest violation is cut:\n%s", v)
 	}
@@ -275,12 +275,12 @@ func TestFaultThenWhatCameOfIt(t *testing.T) {
 	m := liveArena(t, 9)
 	m.injected(injectMsg{gen: m.gen, f: sim.FaultSecond, who: 3})
 	said := m.msg
-	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Detail: "buyer 1 and buyer 2 were both inside"})
+	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
 	if m.msg != said {
 		t.Fatalf("another pair's overlap: %q", m.msg)
 	}
 	const ov = "two orders of buyer 3 were both inside the critical section for 41 ms"
-	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 3, Other: 3, Detail: ov})
+	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 3, Other: 3, Sentence: ov})
 	if m.msg != said+"; then: "+ov || m.after != nil {
 		t.Fatalf("then: %q", m.msg)
 	}
@@ -289,7 +289,7 @@ func TestFaultThenWhatCameOfIt(t *testing.T) {
 	m.ar.apply(sim.Event{Kind: sim.EvEnter, Buyer: 3, Order: 6})
 	m.ar.apply(sim.Event{Kind: sim.EvStart, Buyer: 3, Order: 7})
 	m.injected(injectMsg{gen: m.gen, f: sim.FaultSecond, who: 3})
-	for _, e := range []sim.Event{{Kind: sim.EvStart, Buyer: 3, Order: 8}, {Kind: sim.EvDone, Buyer: 3, Order: 8, Detail: "ok"}, {Kind: sim.EvExit, Buyer: 3, Order: 6}, {Kind: sim.EvDone, Buyer: 3, Order: 6, Detail: "ok"},
+	for _, e := range []sim.Event{{Kind: sim.EvStart, Buyer: 3, Order: 8}, {Kind: sim.EvDone, Buyer: 3, Order: 8, Sold: true}, {Kind: sim.EvExit, Buyer: 3, Order: 6}, {Kind: sim.EvDone, Buyer: 3, Order: 6, Sold: true},
 		{Kind: sim.EvEnter, Buyer: 3, Order: 7}} {
 		m.ar.apply(e)
 		m.follow(e)
@@ -299,7 +299,7 @@ func TestFaultThenWhatCameOfIt(t *testing.T) {
 	}
 	m.injected(injectMsg{gen: m.gen, f: sim.FaultPartition, who: 1})
 	m.msg = "orders resumed"
-	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Detail: "buyer 1 and buyer 2 were both inside"})
+	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
 	if m.msg != "orders resumed" {
 		t.Fatalf("a newer message was overwritten: %q", m.msg)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,7 +135,7 @@ func TestTmux(t *testing.T) {
 	l.send("?")
 	l.waitFor(5*time.Second, "diff from step 4")
 	l.send("Tab")
-	l.waitFor(10*time.Second, "▶ live buyers", "took the lock")
+	l.waitFor(10*time.Second, "▶ live buyers", "takes the lock")
 	l.send("q")
 	s = l.waitFor(15*time.Second, "LAB-EXITED=0")
 	if strings.Contains(s, "Step 5/") {
@@ -336,4 +337,19 @@ func TestTmuxQuorumRewind(t *testing.T) {
 	}
 	l.send("q")
 	l.waitFor(15*time.Second, "LAB-EXITED=0")
+}
+
+var buyerRe = regexp.MustCompile(`\bbuyer (\d+)`)
+
+// namedBuyers are the buyers a line of the screen names, in order.
+func namedBuyers(sentences ...string) []int {
+	var out []int
+	for _, s := range sentences {
+		for _, m := range buyerRe.FindAllStringSubmatch(s, -1) {
+			if n, err := strconv.Atoi(m[1]); err == nil && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }

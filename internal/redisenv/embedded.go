@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -26,19 +27,21 @@ type Embedded struct {
 	prefix    string
 	inventory *mini
 	nodes     []*embNode
+	invStray  atomic.Int64 // the inventory's unclaimed writes
 }
 
 // mini is one miniredis, served without a listener.
 type mini struct {
-	m    *miniredis.Miniredis
-	srv  *server.Server
-	mu   sync.Mutex
-	down bool // closed: it refuses new connections
+	m         *miniredis.Miniredis
+	srv       *server.Server
+	strangers *atomic.Int64 // writes from connections no one claimed (shared by a node's instances)
+	mu        sync.Mutex
+	down      bool // closed: it refuses new connections
 }
 
 // newMini starts a miniredis with TTLs on the clock (ClockTTL), served on in-memory connections.
 // Hazard: inside a bubble it must be made inside the bubble, or its TTLs run on the wall clock.
-func newMini() (*mini, error) {
+func newMini(strangers *atomic.Int64) (*mini, error) {
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
 	// Dial starts the server without a listener; the connection itself is not needed.
@@ -47,7 +50,7 @@ func newMini() (*mini, error) {
 		return nil, err
 	}
 	c.Close()
-	return &mini{m: m, srv: m.Server()}, nil
+	return &mini{m: m, srv: m.Server(), strangers: strangers}, nil
 }
 
 // errDown is what a dial of a closed (failed over, restarting) miniredis answers.
@@ -61,6 +64,7 @@ func (x *mini) dial() (net.Conn, error) {
 		return nil, errDown
 	}
 	client, server := memPipe()
+	client.(*memConn).strangers = x.strangers
 	x.srv.ServeConn(server)
 	return client, nil
 }
@@ -76,11 +80,20 @@ func (x *mini) close() {
 // memOptions configures a client whose every dial reaches dial(). Addr is never dialled: it is an
 // IP literal, so that go-redis resolves nothing (a resolver's state, once owned by one synctest
 // bubble, is fatal to the next), and a port nothing listens on. Maintenance notifications are
-// off (they would resolve Addr too), and CLIENT SETINFO is not sent.
-func memOptions(dial func() (net.Conn, error)) *redis.Options {
+// off (they would resolve Addr too), and CLIENT SETINFO is not sent. claimed says whether the
+// client's connections are the lab's own (its admin, its feed), or must be claimed by whoever
+// dials them (a process's hook). Hazard: options handed out must not claim, or a Locker that
+// copies them into a client of its own would pass for the lab.
+func memOptions(dial func() (net.Conn, error), claimed bool) *redis.Options {
 	return &redis.Options{
-		Addr:                     "127.0.0.1:0",
-		Dialer:                   func(context.Context, string, string) (net.Conn, error) { return dial() },
+		Addr: "127.0.0.1:0",
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			c, err := dial()
+			if err == nil && claimed {
+				Claim(c)
+			}
+			return c, err
+		},
 		DisableIdentity:          true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	}
@@ -100,6 +113,8 @@ type embNode struct {
 	clockMu sync.Mutex // guards clock
 	clock   time.Time  // the time the primary's clock was last set to; it never goes back
 
+	stray atomic.Int64 // writes on connections nobody claimed, to any of its instances
+
 	mu       sync.Mutex // guards the fields below
 	primary  *mini
 	replica  *mini // nil once promoted
@@ -114,24 +129,24 @@ func NewEmbedded() (*Embedded, error) { return NewEmbeddedNodes(1) }
 func NewEmbeddedNodes(n int) (*Embedded, error) {
 	e := &Embedded{prefix: newPrefix()}
 	var err error
-	if e.inventory, err = newMini(); err != nil {
+	if e.inventory, err = newMini(&e.invStray); err != nil {
 		return nil, err
 	}
 	for i := range max(n, 1) {
 		nd := &embNode{name: nodeName(i, n), feedMu: durable.New()}
-		if nd.primary, err = newMini(); err != nil {
+		if nd.primary, err = newMini(&nd.stray); err != nil {
 			e.Close()
 			return nil, err
 		}
-		if nd.replica, err = newMini(); err != nil {
+		if nd.replica, err = newMini(&nd.stray); err != nil {
 			nd.primary.close()
 			e.Close()
 			return nil, err
 		}
-		fo := memOptions(nd.replica.dial)
+		fo := memOptions(nd.replica.dial, true)
 		fo.PoolSize = 1
 		nd.feed = redis.NewClient(fo)
-		nd.admin = redis.NewClient(nd.Options())
+		nd.admin = redis.NewClient(memOptions(nd.dial, true))
 		e.nodes = append(e.nodes, nd)
 	}
 	return e, nil
@@ -161,7 +176,22 @@ func (e *Embedded) Nodes() []Node {
 }
 
 // InventoryOptions dials the inventory store.
-func (e *Embedded) InventoryOptions() *redis.Options { return memOptions(e.inventory.dial) }
+func (e *Embedded) InventoryOptions() *redis.Options { return memOptions(e.inventory.dial, false) }
+
+// Strangers says which of the run's Redis instances were sent commands on connections nobody
+// claimed: no process's hook, nor the lab itself.
+func (e *Embedded) Strangers(context.Context) []string {
+	var out []string
+	for _, n := range e.nodes {
+		if c := n.strangers(); c > 0 {
+			out = append(out, fmt.Sprintf("%s was sent %d writes on connections the lab did not hand out", n.name, c))
+		}
+	}
+	if c := e.invStray.Load(); c > 0 {
+		out = append(out, fmt.Sprintf("the inventory was sent %d writes on connections the lab did not hand out", c))
+	}
+	return out
+}
 
 // Close stops every instance.
 func (e *Embedded) Close() error {
@@ -186,7 +216,10 @@ func (n *embNode) dial() (net.Conn, error) {
 func (n *embNode) Name() string { return n.name }
 
 // Options dials whichever instance is primary at dial time.
-func (n *embNode) Options() *redis.Options { return memOptions(n.dial) }
+func (n *embNode) Options() *redis.Options { return memOptions(n.dial, false) }
+
+// strangers counts the writes to the node on connections nobody claimed.
+func (n *embNode) strangers() int64 { return n.stray.Load() }
 
 // Hook feeds the replica (see feedHook).
 func (n *embNode) Hook() redis.Hook { return feedHook{n} }
@@ -195,7 +228,9 @@ func (n *embNode) Hook() redis.Hook { return feedHook{n} }
 func (n *embNode) Admin() *redis.Client { return n.admin }
 
 // Watch returns the node's exact watcher of key.
-func (n *embNode) Watch(key string) (Watcher, error) { return newFrozenWatcher(n, key) }
+func (n *embNode) Watch(prefix, except string) (Watcher, error) {
+	return newFrozenWatcher(n, prefix, except)
+}
 
 // CanFailover is true: an embedded lock node always starts with a replica.
 func (n *embNode) CanFailover() bool { return true }
@@ -237,7 +272,7 @@ func (n *embNode) Restart(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.primary.close()
-	fresh, err := newMini()
+	fresh, err := newMini(&n.stray)
 	if err != nil {
 		return fmt.Errorf("redisenv: restarting %s: %w", n.name, err)
 	}
@@ -327,7 +362,7 @@ type Mini struct {
 
 // NewMini starts a Mini.
 func NewMini() (*Mini, error) {
-	x, err := newMini()
+	x, err := newMini(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +370,7 @@ func NewMini() (*Mini, error) {
 }
 
 // Options configures a new client of the Mini.
-func (m *Mini) Options() *redis.Options { return memOptions(m.x.dial) }
+func (m *Mini) Options() *redis.Options { return memOptions(m.x.dial, true) }
 
 // Close shuts the Mini: every connection to it breaks.
 func (m *Mini) Close() { m.x.close() }

@@ -28,6 +28,11 @@ type Env interface {
 	Nodes() []Node
 	// InventoryOptions configures a new client of the inventory store, which never fails over.
 	InventoryOptions() *redis.Options
+	// Strangers says, of the nodes and the inventory, which were sent commands on connections
+	// nobody claimed (Claim): neither a process's hook nor the lab itself. Hazard: where a
+	// backend cannot tell (a container's clients reach it through NAT; an existing server has
+	// clients of its own), it says nothing, and a stranger shows only by what it changes.
+	Strangers(ctx context.Context) []string
 	// Close stops everything the Env started and removes the run's keys.
 	Close() error
 }
@@ -45,9 +50,10 @@ type Node interface {
 	Hook() redis.Hook
 	// Admin is an uncounted client of the node's current primary.
 	Admin() *redis.Client
-	// Watch returns the referee's eye on key of this node. Hazard: it sees only what passes
-	// through its Observe; a command sent around it shows up as Change.Unseen.
-	Watch(key string) (Watcher, error)
+	// Watch returns the referee's eye on every key of this node under prefix, but those under
+	// prefix+except ("" for none). Hazard: it sees only what passes through its Observe; a
+	// command sent around it shows up as Change.Unseen.
+	Watch(prefix, except string) (Watcher, error)
 	// CanFailover reports whether the node has a replica to promote.
 	CanFailover() bool
 	// HoldReplication stops the replica from receiving writes, as a partition would, until Failover.
@@ -161,4 +167,26 @@ func followPrimary(primary func() string) *redis.Options {
 			return d.DialContext(ctx, network, primary())
 		},
 	}
+}
+
+// claiming returns o with a dialer that claims every connection it opens: a client of the lab's
+// own (an admin, a watcher), never one handed to a process (see Claim).
+func claiming(o *redis.Options) *redis.Options {
+	dial := o.Dialer
+	addr := o.Addr
+	o.Dialer = func(ctx context.Context, network, a string) (net.Conn, error) {
+		var c net.Conn
+		var err error
+		if dial != nil {
+			c, err = dial(ctx, network, a)
+		} else {
+			var d net.Dialer
+			c, err = d.DialContext(ctx, network, addr)
+		}
+		if err == nil {
+			Claim(c)
+		}
+		return c, err
+	}
+	return o
 }

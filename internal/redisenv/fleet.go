@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -222,4 +223,43 @@ func (f *fleet) Close() error {
 		f.closeErr = errors.Join(errs...)
 	})
 	return f.closeErr
+}
+
+// Strangers lists, for the server backend, the clients of the nodes and the inventory whose
+// connections nobody claimed and that have sent a command (CLIENT LIST: each client's address
+// and last command, matched against the claimed local addresses). A container's clients reach it
+// through Docker's NAT, under addresses the lab cannot match: there it says nothing.
+func (f *fleet) Strangers(ctx context.Context) []string {
+	if f.backend != "server" {
+		return nil
+	}
+	var out []string
+	look := func(name, addr string) {
+		c := redis.NewClient(claiming(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1}))
+		defer c.Close()
+		list, err := c.ClientList(ctx).Result()
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+			fields := map[string]string{}
+			for _, kv := range strings.Fields(line) {
+				k, v, _ := strings.Cut(kv, "=")
+				fields[k] = v
+			}
+			if _, ours := claimedAddrs.Load(fields["addr"]); ours || strings.ContainsAny(fields["flags"], "SM") {
+				continue
+			}
+			switch fields["cmd"] {
+			case "NULL", "client|list", "hello", "client|setinfo", "client|setname", "ping", "info", "auth", "select":
+				continue
+			}
+			out = append(out, fmt.Sprintf("a client at %s the lab did not hand out sent commands to the %s (the last: %s)", fields["addr"], name, fields["cmd"]))
+		}
+	}
+	for _, n := range f.nodes {
+		look(n.name, n.primaryAddr())
+	}
+	look("inventory", f.inventory.addr())
+	return out
 }

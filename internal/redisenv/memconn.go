@@ -53,6 +53,12 @@ type memConn struct {
 	in, out *memBuf
 	rd, wd  *deadline
 	shut    atomic.Bool // this end was closed: its own reads and writes fail
+
+	// A client end counts what it sends into strangers until someone claims it (Claim): a
+	// connection the lab handed out is claimed as it is dialled, so what is counted came from a
+	// client the lab did not give (a Locker's own go-redis client).
+	claimed   atomic.Bool
+	strangers *atomic.Int64
 }
 
 func (c *memConn) Read(p []byte) (int, error) {
@@ -86,6 +92,9 @@ func (c *memConn) Read(p []byte) (int, error) {
 func (c *memConn) Write(p []byte) (int, error) {
 	if c.shut.Load() {
 		return 0, net.ErrClosed
+	}
+	if c.strangers != nil && !c.claimed.Load() {
+		c.strangers.Add(1)
 	}
 	select {
 	case <-c.wd.wait():
@@ -180,3 +189,22 @@ func isClosed(c chan struct{}) bool {
 		return false
 	}
 }
+
+// Claim marks c as a connection the lab handed out: a process's hook, or the lab's own client,
+// claims each connection it dials. What an unclaimed connection of the embedded backend sends is
+// counted (Embedded.Strangers); a TCP connection's local address is remembered, so a server's
+// CLIENT LIST can tell the lab's clients from others (see fleet's Strangers). Hazard: a hook
+// that forgets to claim makes its process a stranger.
+func Claim(c net.Conn) {
+	switch c := c.(type) {
+	case *memConn:
+		c.claimed.Store(true)
+	default:
+		if a := c.LocalAddr(); a != nil {
+			claimedAddrs.Store(a.String(), true)
+		}
+	}
+}
+
+// claimedAddrs holds the local addresses of claimed TCP connections.
+var claimedAddrs sync.Map

@@ -91,8 +91,8 @@ type replNode struct {
 // On an error it closes what it opened; the servers are the caller's.
 func newReplNode(ctx context.Context, name, prefix string, primary, replica redisServer, host string) (*replNode, error) {
 	n := &replNode{name: name, prefix: prefix, host: host, primary: primary, replica: replica}
-	n.admin = redis.NewClient(n.Options())
-	n.repl = redis.NewClient(&redis.Options{Addr: replica.addr(), PoolSize: 2, MaxRetries: -1})
+	n.admin = redis.NewClient(claiming(n.Options()))
+	n.repl = redis.NewClient(claiming(&redis.Options{Addr: replica.addr(), PoolSize: 2, MaxRetries: -1}))
 	n.mu.Lock()
 	err := n.link(ctx)
 	n.mu.Unlock()
@@ -162,15 +162,15 @@ func (n *replNode) CanRestart() bool { return true }
 // Outage is the primary's: failover and restart both wait for its kill or restart.
 func (n *replNode) Outage() time.Duration { return n.primary.outage() }
 
-// Watch watches key through the node's keyspace events (see notifyWatcher). It checks that the
+// Watch watches the keys under prefix through the node's keyspace events (see notifyWatcher). It checks that the
 // primary publishes them: a node that did not would look unchanged to the referee for ever.
-func (n *replNode) Watch(key string) (Watcher, error) {
+func (n *replNode) Watch(prefix, except string) (Watcher, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
 	defer cancel()
 	if !publishesKeyspaceEvents(ctx, n.admin) {
 		return nil, fmt.Errorf("redisenv: %s does not publish the keyspace events the referee reads (notify-keyspace-events %s)", n.name, KeyspaceEvents)
 	}
-	return newNotifyWatcher(key, 0, n.Options(), n.admin)
+	return newNotifyWatcher(prefix, except, 0, n.Options(), n.admin)
 }
 
 // HoldReplication waits (up to a second) until the replica has applied every write the primary
@@ -295,7 +295,7 @@ func waitLinkUp(ctx context.Context, repl *redis.Client) error {
 // waitStream writes a probe key on the primary and waits until the replica repl has it: the link
 // being up does not yet mean the primary streams its writes.
 func waitStream(ctx context.Context, primary string, repl *redis.Client, prefix string) error {
-	pc := redis.NewClient(&redis.Options{Addr: primary, PoolSize: 1, MaxRetries: -1})
+	pc := redis.NewClient(claiming(&redis.Options{Addr: primary, PoolSize: 1, MaxRetries: -1}))
 	defer pc.Close()
 	probe := prefix + "sync:probe"
 	if err := pc.Set(ctx, probe, 1, 0).Err(); err != nil {
@@ -315,7 +315,7 @@ func waitStream(ctx context.Context, primary string, repl *redis.Client, prefix 
 // awaitCatchUp waits until repl's replication offset reaches the primary's, or ctx ends: a node
 // calls it before it cuts the replication link.
 func awaitCatchUp(ctx context.Context, primary string, repl *redis.Client) {
-	pc := redis.NewClient(&redis.Options{Addr: primary, PoolSize: 1, MaxRetries: -1})
+	pc := redis.NewClient(claiming(&redis.Options{Addr: primary, PoolSize: 1, MaxRetries: -1}))
 	defer pc.Close()
 	info, err := pc.Info(ctx, "replication").Result()
 	if err != nil {
@@ -376,6 +376,9 @@ func (p *replProxy) accept() {
 			return
 		}
 		up, err := net.DialTimeout("tcp", p.target, time.Second)
+		if err == nil {
+			Claim(up) // the replication link, seen by the primary as a client
+		}
 		if err != nil {
 			down.Close()
 			continue

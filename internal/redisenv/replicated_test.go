@@ -209,9 +209,11 @@ func checkRestartForgets(t *testing.T, env redisenv.Env, node redisenv.Node, rou
 	return forgot
 }
 
-// checkWatcherOnQuorum: the referee's watcher of a key on a quorum node other than the first sees
-// a client's DEL as a change, is back after a restart once Resynced, and reports a key that ran
-// out as Expired, not as a change; a watcher of the same key on another node sees none of it.
+// checkWatcherOnQuorum: the referee's watcher of a quorum node other than the first sees a
+// client's SET and DEL of a key under the prefix as changes of that key, with the lease a SET
+// gives; a key under the excepted part of the prefix is not watched; after a restart, Resynced,
+// the watcher has nothing; a key that ran out is Lapsed, not a change; a watcher of another node
+// sees none of it.
 func checkWatcherOnQuorum(t *testing.T, env redisenv.Env) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -221,13 +223,14 @@ func checkWatcherOnQuorum(t *testing.T, env redisenv.Env) {
 		t.Fatalf("want a quorum, got %d node(s)", len(nodes))
 	}
 	node, other := nodes[1], nodes[0]
-	key := env.Prefix() + "lock"
-	w, err := node.Watch(key)
+	pre := env.Prefix()
+	key := pre + "lock"
+	w, err := node.Watch(pre, "inventory:")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	wo, err := other.Watch(key)
+	wo, err := other.Watch(pre, "inventory:")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,48 +239,56 @@ func checkWatcherOnQuorum(t *testing.T, env redisenv.Env) {
 	observe := func(what string, send func() error) redisenv.Change {
 		t.Helper()
 		var serr error
-		ch, err := w.Observe(ctx, func(redisenv.Value) { serr = send() })
+		ch, err := w.Observe(ctx, func() { serr = send() })
 		if err != nil || serr != nil {
 			t.Fatalf("%s: watcher %v, command %v", what, err, serr)
 		}
-		if ch.Unseen {
-			t.Errorf("%s: the watcher reports an unseen change", what)
+		if len(ch.Unseen) > 0 {
+			t.Errorf("%s: the watcher reports an unseen change: %+v", what, ch.Unseen)
 		}
 		return ch
 	}
-	if ch := observe("SET", func() error { return c.Set(ctx, key, "a", 0).Err() }); ch.Before.Exists || !ch.After.Exists {
-		t.Errorf("SET: before %v, after %v", ch.Before.Exists, ch.After.Exists)
+	one := func(what string, ch redisenv.Change) redisenv.KeyChange {
+		t.Helper()
+		if len(ch.Keys) != 1 || ch.Keys[0].Key != "lock" {
+			t.Fatalf("%s: want one change, of lock; got %+v", what, ch.Keys)
+		}
+		return ch.Keys[0]
+	}
+	if k := one("SET", observe("SET", func() error { return c.Set(ctx, key, "a", time.Minute).Err() })); k.Before.Exists || !k.After.Exists || k.TTL <= 0 || k.TTL > time.Minute {
+		t.Errorf("SET: before %v, after %v, TTL %v", k.Before.Exists, k.After.Exists, k.TTL)
+	}
+	if ch := observe("SET of the inventory's", func() error { return c.Set(ctx, pre+"inventory:stock", "3", 0).Err() }); len(ch.Keys) != 0 {
+		t.Errorf("a key under the excepted prefix is watched: %+v", ch.Keys)
 	}
 	ch := observe("DEL", func() error { return c.Del(ctx, key).Err() })
-	if !ch.Before.Exists || ch.After.Exists || ch.Expired.Exists {
-		t.Errorf("DEL is a change: before %v, after %v, expired %v", ch.Before.Exists, ch.After.Exists, ch.Expired.Exists)
+	if k := one("DEL", ch); !k.Before.Exists || k.After.Exists || len(ch.Lapsed) > 0 {
+		t.Errorf("DEL is a change: before %v, after %v, lapsed %+v", k.Before.Exists, k.After.Exists, ch.Lapsed)
 	}
 	observe("SET again", func() error { return c.Set(ctx, key, "b", 0).Err() })
 	if err := node.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	v, err := w.Resync(ctx)
+	kv, err := w.Resync(ctx)
 	if err != nil {
 		t.Fatalf("Resync after the restart: %v", err)
 	}
-	if v.Exists {
-		t.Error("after the restart the watcher still sees the key")
+	if len(kv) != 0 {
+		t.Errorf("after the restart the watcher still sees keys: %+v", kv)
 	}
-	if ch := observe("SET after the restart", func() error { return c.Set(ctx, key, "c", 100*time.Millisecond).Err() }); ch.Before.Exists || !ch.After.Exists {
-		t.Errorf("SET after the restart: before %v, after %v", ch.Before.Exists, ch.After.Exists)
-	}
+	one("SET after the restart", observe("SET after the restart", func() error { return c.Set(ctx, key, "c", 100*time.Millisecond).Err() }))
 	time.Sleep(300 * time.Millisecond)
 	ch = observe("EXISTS past the TTL", func() error { return c.Exists(ctx, key).Err() })
-	if !ch.Expired.Exists || ch.Before.Exists || ch.After.Exists {
-		t.Errorf("a key that ran out is Expired, not a change: expired %v, before %v, after %v", ch.Expired.Exists, ch.Before.Exists, ch.After.Exists)
+	if len(ch.Keys) != 0 || len(ch.Lapsed) != 1 || ch.Lapsed[0].Key != "lock" || ch.Lapsed[0].After.Exists {
+		t.Errorf("a key that ran out is Lapsed, not a change: keys %+v, lapsed %+v", ch.Keys, ch.Lapsed)
 	}
 	// The other node's watcher saw none of it.
 	oc := nodeClient(t, other)
-	och, err := wo.Observe(ctx, func(redisenv.Value) { oc.Exists(ctx, key) })
+	och, err := wo.Observe(ctx, func() { oc.Exists(ctx, key) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if och.Unseen || och.Before.Exists || och.After.Exists || och.Expired.Exists {
+	if len(och.Unseen) > 0 || len(och.Keys) > 0 || len(och.Lapsed) > 0 {
 		t.Errorf("%s's watcher saw %s's key: %+v", other.Name(), node.Name(), och)
 	}
 }

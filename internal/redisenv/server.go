@@ -201,8 +201,8 @@ func (p *proc) waitReady(ctx context.Context) error {
 // isOurs checks with INFO that the server answering at the process's address is the process.
 func (p *proc) isOurs() error {
 	cmd, _ := p.current()
-	c := redis.NewClient(&redis.Options{Addr: p.address, PoolSize: 1, MaxRetries: -1,
-		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond})
+	c := redis.NewClient(claiming(&redis.Options{Addr: p.address, PoolSize: 1, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond}))
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -108,7 +108,7 @@ func TestServerWatchNeedsKeyspaceEvents(t *testing.T) {
 	if err := node.Admin().ConfigSet(context.Background(), "notify-keyspace-events", "").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := node.Watch(s.Prefix() + "lock"); err == nil {
+	if w, err := node.Watch(s.Prefix(), ""); err == nil {
 		w.Close()
 		t.Fatal("Watch accepted a node that publishes no keyspace events")
 	} else {
@@ -135,7 +135,7 @@ func TestServerCloseLeavesNothing(t *testing.T) {
 	if err := s.Nodes()[1].Failover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.Nodes()[0].Watch(s.Prefix() + "lock")
+	w, err := s.Nodes()[0].Watch(s.Prefix(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

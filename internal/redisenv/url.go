@@ -119,17 +119,17 @@ func (n urlNode) Restart(context.Context) error {
 	return errors.New("redisenv: the url backend is an existing server; the lab does not restart it")
 }
 
-// Watch watches key exactly through keyspace events if the server already publishes them
+// Watch watches the keys under prefix exactly through keyspace events if the server already publishes them
 // (notify-keyspace-events with K and every class); otherwise by reading the key before and after
 // each command, which is exact except near an expiry and says so. It never changes the server's
 // configuration: that is not the lab's to touch.
-func (n urlNode) Watch(key string) (Watcher, error) {
+func (n urlNode) Watch(prefix, except string) (Watcher, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), reachTimeout)
 	defer cancel()
 	if publishesKeyspaceEvents(ctx, n.u.admin) {
-		return newNotifyWatcher(key, n.u.opts.DB, n.u.options(), n.u.admin)
+		return newNotifyWatcher(prefix, except, n.u.opts.DB, n.u.options(), n.u.admin)
 	}
-	return newPollWatcher(key, n.u.admin)
+	return newPollWatcher(prefix, except, n.u.admin)
 }
 
 // publishesKeyspaceEvents reports whether the server publishes every keyspace event the notifying
@@ -226,3 +226,7 @@ func globEscape(s string) string {
 	}
 	return b.String()
 }
+
+// Strangers says nothing: an existing server has clients of its own, which the lab cannot tell
+// from a Locker's; a stranger shows only by what it changes under the run's prefix.
+func (u *URL) Strangers(context.Context) []string { return nil }

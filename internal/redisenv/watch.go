@@ -19,38 +19,112 @@ type Value struct {
 	Text   string
 }
 
-// Change is what became of a watched key around one Observe.
-type Change struct {
-	// Expired is the value that ran out before the command acted (Exists false if none did).
-	Expired Value
-	// Unseen reports that the key changed since the last Observe in a way expiry cannot explain:
-	// a command the watcher did not see (a client outside the arena, an admin write) touched it.
-	Unseen bool
-	// Before is the key as the command found it; After is the key once the command had run. Any
-	// difference between them is the command's doing, unless Ambiguous.
+// KeyChange is what became of one key: its value before and after, and the lease it has after
+// (TTL: -1 when it has no expiry, 0 when After does not exist). Key is the key's name without the
+// watcher's prefix.
+type KeyChange struct {
+	Key           string
 	Before, After Value
-	// Ambiguous reports that the watcher cannot rule out that Before expired while the command
-	// ran (a backend without exact observation): a vanished value may be expiry, not a delete.
+	TTL           time.Duration
+	// Ran is when a lapsed key ran out, where the watcher knows it (the embedded backend's frozen
+	// clock does); zero otherwise: it was noticed at the observation.
+	Ran time.Time
+}
+
+// Gone reports whether the key does not exist after the change.
+func (k KeyChange) Gone() bool { return !k.After.Exists }
+
+// Change is what became of the watched keys around one Observe.
+type Change struct {
+	// Keys is the command's doing: every key whose value or expiry it changed, by name.
+	Keys []KeyChange
+	// Lapsed is Redis's own doing since the last observation, before the command acted: keys
+	// that expired (After does not exist) or lost an expired hash field.
+	Lapsed []KeyChange
+	// Unseen is what something the watcher did not see changed since the last observation: a
+	// client outside the arena's processes, an admin write.
+	Unseen []KeyChange
+	// Ambiguous reports that the watcher cannot rule out that a key of Keys that vanished
+	// expired while the command ran (a backend without exact observation).
 	Ambiguous bool
 }
 
-// Watcher is the referee's eye on one key of one lock node. Each call is atomic with respect to
-// the others. Hazard: exactness needs every command that touches the node to pass through
-// Observe, one at a time; the arena serialises them.
+// KeyValue is one key as a watcher read it: its value and remaining lease (-1: no expiry).
+type KeyValue struct {
+	Key   string
+	Value Value
+	TTL   time.Duration
+}
+
+// Watcher is the referee's eye on every key of one lock node under the run's prefix. Each call
+// is atomic with respect to the others. Hazard: exactness needs every command that touches the
+// node to pass through Observe, one at a time; the arena serialises them.
 type Watcher interface {
 	// Observe runs send, which sends one command, pipeline or transaction to the node, and
-	// reports what became of the key: send is given the key's value as the command will find it.
-	// An error means the watcher could not see, not that the command failed; send has run
-	// whenever the error is not from before it.
-	Observe(ctx context.Context, send func(before Value)) (Change, error)
-	// Peek reads the key now: its value and remaining lease (-1 when it has no expiry, 0 when the
-	// key does not exist).
-	Peek(ctx context.Context) (Value, time.Duration, error)
-	// Resync forgets what the watcher knew and reads the key afresh: the node's data changed under
-	// it on purpose (a failover, a restart), which is not an unseen write.
-	Resync(ctx context.Context) (Value, error)
+	// reports what became of the keys. An error means the watcher could not see, not that the
+	// command failed; send has run whenever the error is not from before it.
+	Observe(ctx context.Context, send func()) (Change, error)
+	// Peek reads one key now (its name without the prefix): its value with Text, and remaining
+	// lease (-1 when it has no expiry, 0 when the key does not exist).
+	Peek(ctx context.Context, key string) (Value, time.Duration, error)
+	// Resync forgets what the watcher knew and reads every key afresh: the node's data changed
+	// under it on purpose (a failover, a restart), which is not an unseen write.
+	Resync(ctx context.Context) ([]KeyValue, error)
 	// Close releases what the watcher holds (a subscriber connection).
 	Close() error
+}
+
+// snapshot is what a watcher knows of the node's keys: each one's value and the moment its lease
+// ends on the watcher's clock (zero: no expiry).
+type snapshot map[string]known
+
+type known struct {
+	v        Value
+	deadline time.Time
+}
+
+// diff lists the keys whose value differs between before and after, or whose lease ends at another
+// moment, sorted by name; their TTLs are set by withTTL.
+func diff(before, after snapshot) []KeyChange {
+	var out []KeyChange
+	for _, k := range unionKeys(before, after) {
+		b, a := before[k], after[k]
+		if b.v == a.v && b.deadline.Equal(a.deadline) {
+			continue
+		}
+		out = append(out, KeyChange{Key: k, Before: b.v, After: a.v})
+	}
+	return out
+}
+
+func unionKeys(a, b snapshot) []string {
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// withTTL sets each change's TTL from its key's deadline in s, as seen at now.
+func withTTL(chs []KeyChange, s snapshot, now time.Time) []KeyChange {
+	for i := range chs {
+		k := s[chs[i].Key]
+		switch {
+		case !k.v.Exists:
+			chs[i].TTL = 0
+		case k.deadline.IsZero():
+			chs[i].TTL = -1
+		default:
+			chs[i].TTL = max(k.deadline.Sub(now), 0)
+		}
+	}
+	return chs
 }
 
 // valueText reads key for a person: a string's value, a hash's fields sorted by name, or its type.

@@ -14,23 +14,25 @@ import (
 
 // frozenWatcher is the embedded backend's exact watcher. miniredis expires keys lazily, whenever a
 // command touches its database, against its clock; the watcher sets that clock to now and holds it
-// there while it reads the key, runs the command and reads the key again, so nothing can expire in
-// between: whatever changed was the command's doing. Between observations the clock stands still
-// too, so every expiry is noticed, on the right side of a command, by the next Observe or Peek.
+// there while it reads every key under the prefix, runs the command and reads them again, so
+// nothing can expire in between: whatever changed was the command's doing. Between observations
+// the clock stands still too, so every expiry is noticed, on the right side of a command, by the
+// next Observe or Peek; a change between observations that expiry cannot have made comes from a
+// connection no process claimed (the node counts what those send), and is Unseen.
 //
 // Hazard: a client that bypasses the watcher (the lab's own admin reads excepted, which only read)
 // sees a clock that stands still between observations.
 type frozenWatcher struct {
-	n   *embNode
-	key string
+	n              *embNode
+	prefix, except string
 
-	mu       *durable.Mutex // held across the observed command's round trip
-	last     Value          // the key after the last Observe or Resync
-	deadline time.Time      // when last expires on the node's clock; zero if it has no expiry
+	mu        *durable.Mutex // held across the observed command's round trip
+	last      snapshot       // every key after the last Observe or Resync
+	strangers int64          // the node's unclaimed commands, as of last
 }
 
-func newFrozenWatcher(n *embNode, key string) (*frozenWatcher, error) {
-	w := &frozenWatcher{n: n, key: key, mu: durable.New()}
+func newFrozenWatcher(n *embNode, prefix, except string) (*frozenWatcher, error) {
+	w := &frozenWatcher{n: n, prefix: prefix, except: except, mu: durable.New()}
 	if _, err := w.Resync(context.Background()); err != nil {
 		return nil, err
 	}
@@ -38,45 +40,49 @@ func newFrozenWatcher(n *embNode, key string) (*frozenWatcher, error) {
 }
 
 // Observe implements Watcher.
-func (w *frozenWatcher) Observe(ctx context.Context, send func(before Value)) (Change, error) {
+func (w *frozenWatcher) Observe(ctx context.Context, send func()) (Change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, now := w.n.freeze()
-	before, _, err := readKey(m, w.key)
+	cur, err := readAll(m, w.prefix, w.except, now)
 	if err != nil {
-		send(before)
+		send()
 		return Change{}, err
 	}
-	ch := Change{Before: before}
-	if before != w.last {
-		if w.last.Exists && !w.deadline.IsZero() && !now.Before(w.deadline) {
-			ch.Expired = w.last
-			ch.Unseen = before.Exists
-		} else {
-			ch.Unseen = true
+	var ch Change
+	moved := withTTL(diff(w.last, cur), cur, now)
+	if strangers := w.n.strangers(); strangers != w.strangers {
+		w.strangers = strangers
+		ch.Unseen = moved
+	} else {
+		// The clock alone moves between observations: expiry, at the deadline it had.
+		for i := range moved {
+			moved[i].Ran = w.last[moved[i].Key].deadline
 		}
+		ch.Lapsed = moved
 	}
-	send(before)
+	send()
+	w.strangers = w.n.strangers() // what went out during the observation is the observed command
 	if w.n.current() != m {
 		return ch, errors.New("redisenv: the lock node failed over while a command ran on it")
 	}
-	after, ttl, err := readKey(m, w.key)
+	after, err := readAll(m, w.prefix, w.except, now)
 	if err != nil {
 		return ch, err
 	}
-	ch.After = after
-	w.remember(after, now, ttl)
+	ch.Keys = withTTL(diff(cur, after), after, now)
+	w.last = after
 	return ch, nil
 }
 
 // Peek implements Watcher.
-func (w *frozenWatcher) Peek(ctx context.Context) (Value, time.Duration, error) {
+func (w *frozenWatcher) Peek(ctx context.Context, key string) (Value, time.Duration, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, _ := w.n.freeze()
-	v, ttl, err := readKey(m, w.key)
+	v, ttl, err := readKey(m, w.prefix+key)
 	if v.Exists {
-		v.Text = frozenText(m, w.key)
+		v.Text = frozenText(m, w.prefix+key)
 	}
 	return v, ttl, err
 }
@@ -102,26 +108,56 @@ func frozenText(m *miniredis.Miniredis, key string) string {
 }
 
 // Resync implements Watcher.
-func (w *frozenWatcher) Resync(ctx context.Context) (Value, error) {
+func (w *frozenWatcher) Resync(ctx context.Context) ([]KeyValue, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, now := w.n.freeze()
-	v, ttl, err := readKey(m, w.key)
+	s, err := readAll(m, w.prefix, w.except, now)
 	if err != nil {
-		return v, err
+		return nil, err
 	}
-	w.remember(v, now, ttl)
-	return v, nil
+	w.last, w.strangers = s, w.n.strangers()
+	return s.list(now), nil
 }
 
 // Close implements Watcher: there is nothing to release.
 func (w *frozenWatcher) Close() error { return nil }
 
-func (w *frozenWatcher) remember(v Value, now time.Time, ttl time.Duration) {
-	w.last, w.deadline = v, time.Time{}
-	if v.Exists && ttl > 0 {
-		w.deadline = now.Add(ttl)
+// readAll reads every key of m under prefix but not under prefix+except, at now on m's (frozen) clock.
+func readAll(m *miniredis.Miniredis, prefix, except string, now time.Time) (snapshot, error) {
+	s := snapshot{}
+	for _, k := range m.Keys() {
+		if !strings.HasPrefix(k, prefix) || (except != "" && strings.HasPrefix(k, prefix+except)) {
+			continue
+		}
+		v, ttl, err := readKey(m, k)
+		if err != nil {
+			return nil, err
+		}
+		if !v.Exists {
+			continue
+		}
+		kn := known{v: v}
+		if ttl > 0 {
+			kn.deadline = now.Add(ttl)
+		}
+		s[strings.TrimPrefix(k, prefix)] = kn
 	}
+	return s, nil
+}
+
+// list is s as KeyValues, sorted by key, with their TTLs at now.
+func (s snapshot) list(now time.Time) []KeyValue {
+	var out []KeyValue
+	for _, k := range unionKeys(s, nil) {
+		kn := s[k]
+		ttl := time.Duration(-1)
+		if !kn.deadline.IsZero() {
+			ttl = max(kn.deadline.Sub(now), 0)
+		}
+		out = append(out, KeyValue{Key: k, Value: kn.v, TTL: ttl})
+	}
+	return out
 }
 
 // current is the primary now.

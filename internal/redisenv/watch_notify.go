@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,35 +23,38 @@ import (
 // expired, evicted).
 const KeyspaceEvents = "KA"
 
-// notifyWatcher is the exact watcher of a real Redis. It subscribes to the key's keyspace channel
-// on a connection of its own and brackets each command with a PING on that connection: Redis
-// publishes a keyspace event while it runs the command that causes it, and answers the PING only
-// after it has written every event published before, so the events between two PINGs are exactly
-// the key's history in that interval. "expired" and "evicted" are Redis's own doing; any other
-// event before the command is an unseen writer, and any after it is the command's.
+// notifyWatcher is the exact watcher of a real Redis. It subscribes to the keyspace channels of
+// every key under the run's prefix on a connection of its own and brackets each command with a
+// PING on that connection: Redis publishes a keyspace event while it runs the command that causes
+// it, and answers the PING only after it has written every event published before, so the events
+// between two PINGs are exactly the keys' history in that interval. "expired" and "evicted" are
+// Redis's own doing; any other event before the command is an unseen writer, and any after it is
+// the command's.
 //
 // Hazard: the node must publish keyspace events (notify-keyspace-events with K and A); a node
 // that does not would look unchanged to it for ever, so the backends set it and check.
 type notifyWatcher struct {
-	key   string
-	db    int
-	dial  func(ctx context.Context) (net.Conn, error) // a fresh connection to the current primary
-	auth  []string                                    // AUTH arguments, if any
-	admin *redis.Client                               // reads the value with DUMP
+	prefix string
+	except string // keys under it are not watched (the inventory's, on a shared server)
+	db     int
+	dial   func(ctx context.Context) (net.Conn, error) // a fresh connection to the current primary
+	auth   []string                                    // AUTH arguments, if any
+	admin  *redis.Client                               // reads values with DUMP and PTTL
 
 	mu    sync.Mutex
 	conn  net.Conn
 	rd    *bufio.Reader
 	nonce uint64
-	last  Value
+	last  snapshot
 }
 
 // watchTimeout bounds one barrier when ctx has no deadline of its own.
 const watchTimeout = 5 * time.Second
 
-// newNotifyWatcher subscribes to key's keyspace channel in database db and reads its value.
-func newNotifyWatcher(key string, db int, opts *redis.Options, admin *redis.Client) (*notifyWatcher, error) {
-	w := &notifyWatcher{key: key, db: db, dial: rawDialer(opts), admin: admin}
+// newNotifyWatcher subscribes to the keyspace channels of prefix's keys in database db and reads
+// them.
+func newNotifyWatcher(prefix, except string, db int, opts *redis.Options, admin *redis.Client) (*notifyWatcher, error) {
+	w := &notifyWatcher{prefix: prefix, except: except, db: db, dial: rawDialer(opts), admin: admin}
 	if opts.Password != "" {
 		w.auth = []string{"AUTH", opts.Password}
 		if opts.Username != "" {
@@ -63,7 +68,8 @@ func newNotifyWatcher(key string, db int, opts *redis.Options, admin *redis.Clie
 	return w, nil
 }
 
-// rawDialer dials what opts would: its Dialer if it has one, else its address, with its TLS.
+// rawDialer dials what opts would: its Dialer if it has one, else its address, with its TLS. The
+// connection is the lab's own (claimed).
 func rawDialer(opts *redis.Options) func(ctx context.Context) (net.Conn, error) {
 	return func(ctx context.Context) (net.Conn, error) {
 		network := opts.Network
@@ -71,12 +77,20 @@ func rawDialer(opts *redis.Options) func(ctx context.Context) (net.Conn, error) 
 			network = "tcp"
 		}
 		if opts.Dialer != nil {
-			return opts.Dialer(ctx, network, opts.Addr)
+			c, err := opts.Dialer(ctx, network, opts.Addr)
+			if err == nil {
+				Claim(c)
+			}
+			return c, err
 		}
 		var d net.Dialer
 		c, err := d.DialContext(ctx, network, opts.Addr)
-		if err != nil || opts.TLSConfig == nil {
-			return c, err
+		if err != nil {
+			return nil, err
+		}
+		Claim(c)
+		if opts.TLSConfig == nil {
+			return c, nil
 		}
 		tc := tls.Client(c, opts.TLSConfig.Clone())
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -87,8 +101,9 @@ func rawDialer(opts *redis.Options) func(ctx context.Context) (net.Conn, error) 
 	}
 }
 
-func (w *notifyWatcher) channel() string {
-	return "__keyspace@" + strconv.Itoa(w.db) + "__:" + w.key
+// pattern is the keyspace channel pattern of every key under the prefix.
+func (w *notifyWatcher) pattern() string {
+	return "__keyspace@" + strconv.Itoa(w.db) + "__:" + w.prefix + "*"
 }
 
 // connect (re)opens the subscriber connection; the caller holds mu.
@@ -117,7 +132,7 @@ func (w *notifyWatcher) connect(ctx context.Context) error {
 			return fmt.Errorf("redisenv: the referee's subscriber cannot authenticate: %w", err)
 		}
 	}
-	if err := writeCommand(c, "SUBSCRIBE", w.channel()); err != nil {
+	if err := writeCommand(c, "PSUBSCRIBE", w.pattern()); err != nil {
 		c.Close()
 		return err
 	}
@@ -126,16 +141,19 @@ func (w *notifyWatcher) connect(ctx context.Context) error {
 		c.Close()
 		return fmt.Errorf("redisenv: the referee cannot subscribe to the lock's keyspace events: %w", err)
 	}
-	if len(r) < 1 || r[0] != "subscribe" {
+	if len(r) < 1 || r[0] != "psubscribe" {
 		c.Close()
-		return fmt.Errorf("redisenv: SUBSCRIBE answered %q", r)
+		return fmt.Errorf("redisenv: PSUBSCRIBE answered %q", r)
 	}
 	w.conn, w.rd = c, rd
 	return nil
 }
 
-// barrier returns every event published on the key's channel since the last barrier.
-func (w *notifyWatcher) barrier(ctx context.Context) ([]string, error) {
+// event is one keyspace event: the key (without the prefix) and what happened to it.
+type event struct{ key, what string }
+
+// barrier returns every event published on the keys' channels since the last barrier.
+func (w *notifyWatcher) barrier(ctx context.Context) ([]event, error) {
 	if w.conn == nil {
 		return nil, errors.New("redisenv: the referee's subscriber connection is closed")
 	}
@@ -150,7 +168,8 @@ func (w *notifyWatcher) barrier(ctx context.Context) ([]string, error) {
 		w.conn = nil
 		return nil, fmt.Errorf("redisenv: the referee lost its view of the lock: %w", err)
 	}
-	var events []string
+	chPrefix := "__keyspace@" + strconv.Itoa(w.db) + "__:" + w.prefix
+	var events []event
 	for {
 		r, err := readReply(w.rd)
 		if err != nil {
@@ -161,122 +180,222 @@ func (w *notifyWatcher) barrier(ctx context.Context) ([]string, error) {
 		switch {
 		case len(r) == 2 && r[0] == "pong" && r[1] == nonce:
 			return events, nil
-		case len(r) == 3 && r[0] == "message":
-			events = append(events, r[2])
+		case len(r) == 4 && r[0] == "pmessage":
+			key := strings.TrimPrefix(r[2], chPrefix)
+			if w.except == "" || !strings.HasPrefix(key, w.except) {
+				events = append(events, event{key: key, what: r[3]})
+			}
 		}
 	}
 }
 
 // Observe implements Watcher.
-func (w *notifyWatcher) Observe(ctx context.Context, send func(before Value)) (Change, error) {
+func (w *notifyWatcher) Observe(ctx context.Context, send func()) (Change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pre, err := w.barrier(ctx)
 	if err != nil {
-		send(w.last)
+		send()
 		return Change{}, err
 	}
-	ch := Change{Before: w.last}
+	var ch Change
+	cur := maps.Clone(w.last)
+	var unseen, lapsed []string
 	for _, ev := range pre {
-		if byRedis(ev) {
-			if ch.Before.Exists {
-				ch.Expired, ch.Before = ch.Before, Value{}
-			}
-		} else if !ttlOnly(ev) {
-			ch.Unseen = true
+		if byRedis(ev.what) {
+			lapsed = append(lapsed, ev.key)
+		} else {
+			unseen = append(unseen, ev.key)
 		}
 	}
-	if ch.Unseen {
-		if ch.Before, err = w.read(ctx); err != nil {
-			send(ch.Before)
+	if len(pre) > 0 {
+		keys := dedupe(append(slices.Clone(unseen), lapsed...))
+		fresh, now, err := w.read(ctx, keys)
+		if err != nil {
+			send()
 			return ch, err
 		}
+		for _, k := range keys {
+			if kn, ok := fresh[k]; ok {
+				cur[k] = kn
+			} else {
+				delete(cur, k)
+			}
+		}
+		moved := withTTL(diff(pick(w.last, keys), pick(cur, keys)), cur, now)
+		for _, m := range moved {
+			if slices.Contains(unseen, m.Key) {
+				ch.Unseen = append(ch.Unseen, m)
+			} else {
+				ch.Lapsed = append(ch.Lapsed, m)
+			}
+		}
 	}
-	send(ch.Before)
+	send()
 	post, err := w.barrier(ctx)
 	if err != nil {
+		w.last = cur
 		return ch, err
 	}
-	ch.After = ch.Before
-	mutated := false
+	var touched []string
 	for _, ev := range post {
-		switch {
-		case byRedis(ev) && !mutated:
-			// The value the command found had run out: Redis expired it as the command
-			// touched it, or just before.
-			if ch.Before.Exists && !ch.Expired.Exists {
-				ch.Expired, ch.Before = ch.Before, Value{}
+		if byRedis(ev.what) && !slices.Contains(touched, ev.key) {
+			// The value the command found had run out: Redis expired it as the command touched
+			// it, or just before.
+			if b, ok := cur[ev.key]; ok {
+				ch.Lapsed = append(ch.Lapsed, KeyChange{Key: ev.key, Before: b.v})
+				delete(cur, ev.key)
 			}
-			ch.After = Value{}
-		case byRedis(ev):
-			ch.After = Value{} // what the command wrote ran out at once
-		case !ttlOnly(ev):
-			mutated = true
+			continue
 		}
+		touched = append(touched, ev.key)
 	}
-	if mutated {
-		if ch.After, err = w.read(ctx); err != nil {
+	touched = dedupe(touched)
+	after := maps.Clone(cur)
+	if len(touched) > 0 {
+		fresh, now, err := w.read(ctx, touched)
+		if err != nil {
+			w.last = cur
 			return ch, err
 		}
+		for _, k := range touched {
+			if kn, ok := fresh[k]; ok {
+				after[k] = kn
+			} else {
+				delete(after, k)
+			}
+			b, a := cur[k], after[k]
+			ch.Keys = append(ch.Keys, KeyChange{Key: k, Before: b.v, After: a.v})
+		}
+		ch.Keys = withTTL(ch.Keys, after, now)
 	}
-	w.last = ch.After
+	w.last = after
 	return ch, nil
+}
+
+// pick is the part of s that names keys.
+func pick(s snapshot, keys []string) snapshot {
+	out := snapshot{}
+	for _, k := range keys {
+		if kn, ok := s[k]; ok {
+			out[k] = kn
+		}
+	}
+	return out
+}
+
+func dedupe(keys []string) []string {
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // byRedis reports whether a keyspace event is Redis's own doing, not a command's.
 func byRedis(ev string) bool { return ev == "expired" || ev == "evicted" }
 
-// ttlOnly reports whether a keyspace event changed only the key's expiry, not its value.
-func ttlOnly(ev string) bool { return ev == "expire" || ev == "persist" }
-
-// read reads the key's value now with DUMP.
-func (w *notifyWatcher) read(ctx context.Context) (Value, error) {
-	v, err := w.admin.Dump(ctx, w.key).Result()
-	if err == redis.Nil {
-		return Value{}, nil
-	}
-	if err != nil {
-		return Value{}, fmt.Errorf("redisenv: the referee cannot read the lock (DUMP): %w", err)
-	}
-	return Value{Exists: true, Print: "dump:" + v}, nil
+// read reads keys (without the prefix) now, each with DUMP and PTTL in one MULTI; a key that does
+// not exist is missing from the result. It returns when the read began: the deadlines it reckons
+// are from then.
+func (w *notifyWatcher) read(ctx context.Context, keys []string) (snapshot, time.Time, error) {
+	return readDumps(ctx, w.admin, w.prefix, keys)
 }
 
-// Peek implements Watcher.
-func (w *notifyWatcher) Peek(ctx context.Context) (Value, time.Duration, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var dump *redis.StringCmd
-	var pttl *redis.DurationCmd
-	_, err := w.admin.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		dump = p.Dump(ctx, w.key)
-		pttl = p.PTTL(ctx, w.key)
+// readDumps reads keys (without prefix) on c in one MULTI: each one's DUMP and PTTL, and the
+// moment the read began, from which the leases are reckoned.
+func readDumps(ctx context.Context, c *redis.Client, prefix string, keys []string) (snapshot, time.Time, error) {
+	out := snapshot{}
+	began := time.Now()
+	if len(keys) == 0 {
+		return out, began, nil
+	}
+	dumps := make([]*redis.StringCmd, len(keys))
+	pttls := make([]*redis.DurationCmd, len(keys))
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			dumps[i] = p.Dump(ctx, prefix+k)
+			pttls[i] = p.PTTL(ctx, prefix+k)
+		}
 		return nil
 	})
-	if err == redis.Nil || dump.Err() == redis.Nil {
+	if err != nil && err != redis.Nil {
+		return nil, began, fmt.Errorf("redisenv: the referee cannot read the lock (DUMP, PTTL): %w", err)
+	}
+	for i, k := range keys {
+		if dumps[i].Err() != nil {
+			continue // redis.Nil: no such key
+		}
+		kn := known{v: Value{Exists: true, Print: "dump:" + dumps[i].Val()}}
+		if ttl := pttls[i].Val(); ttl > 0 {
+			kn.deadline = began.Add(ttl)
+		}
+		out[k] = kn
+	}
+	return out, began, nil
+}
+
+// scanKeys lists the keys under prefix on c, without the prefix.
+func scanKeys(ctx context.Context, c *redis.Client, prefix string) ([]string, error) {
+	var keys []string
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, strings.TrimPrefix(iter.Val(), prefix))
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("redisenv: the referee cannot list the run's keys (SCAN): %w", err)
+	}
+	return dedupe(keys), nil
+}
+
+// readPrefix reads every key under prefix on c, and when the read of their values began.
+func readPrefix(ctx context.Context, c *redis.Client, prefix string) (snapshot, time.Time, error) {
+	keys, err := scanKeys(ctx, c, prefix)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return readDumps(ctx, c, prefix, keys)
+}
+
+// peekKey reads one key for a person: its value, Text and remaining lease.
+func peekKey(ctx context.Context, c *redis.Client, key string) (Value, time.Duration, error) {
+	var dump *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		dump = p.Dump(ctx, key)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	})
+	if err == redis.Nil || (dump != nil && dump.Err() == redis.Nil) {
 		return Value{}, 0, nil
 	}
 	if err != nil {
 		return Value{}, 0, fmt.Errorf("redisenv: the referee cannot read the lock: %w", err)
 	}
 	v := Value{Exists: true, Print: "dump:" + dump.Val()}
-	v.Text = valueText(ctx, w.admin, w.key)
+	v.Text = valueText(ctx, c, key)
 	return v, pttl.Val(), nil
 }
 
-// Resync implements Watcher: it reconnects to the current primary, subscribes and reads the key.
-func (w *notifyWatcher) Resync(ctx context.Context) (Value, error) {
+// Peek implements Watcher.
+func (w *notifyWatcher) Peek(ctx context.Context, key string) (Value, time.Duration, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return peekKey(ctx, w.admin, w.prefix+key)
+}
+
+// Resync implements Watcher: it reconnects to the current primary, subscribes and reads the keys.
+func (w *notifyWatcher) Resync(ctx context.Context) ([]KeyValue, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.connect(ctx); err != nil {
-		return Value{}, err
+		return nil, err
 	}
 	// The subscription is in place before the read: a change after it is an event.
-	v, err := w.read(ctx)
+	s, now, err := readPrefix(ctx, w.admin, w.prefix)
 	if err != nil {
-		return v, err
+		return nil, err
 	}
-	w.last = v
-	return v, nil
+	s = without(s, w.except)
+	w.last = s
+	return s.list(now), nil
 }
 
 // Close implements Watcher.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -21,8 +22,8 @@ type Config struct {
 	Timing Timing
 	Stock  int
 	// OnEvent, when set, receives every event as it happens. It is called from the buyers'
-	// goroutines, often with the referee's lock held: it must be safe for concurrent use and
-	// return at once (hand the event to a queue). Events of one buyer arrive in order.
+	// goroutines, often with the arena's lock held: it must be safe for concurrent use and return
+	// at once (hand the event to a queue). Events of one buyer arrive in order.
 	OnEvent func(Event)
 	// OnArena, when set, is given a scripted run's arena before its first buyer starts, so a
 	// viewer can read the lock (Arena.Lock) from the same reading the referee uses. It must not
@@ -30,34 +31,43 @@ type Config struct {
 	OnArena func(*Arena)
 }
 
-// Arena is one run of one step: the shop's stock, the buyers' processes and the referee that sees
-// everything. Scripted scenarios (Run) and the lab's live session (Live) both drive an Arena.
+// Arena is one run of one step: the shop's stock, the buyers' processes, the history of everything
+// they did, and the referee that reads it as it grows. Scripted scenarios (Run) and the lab's live
+// session (Live) both drive an Arena.
 type Arena struct {
 	step     *steps.Step
 	env      redisenv.Env
 	t        Timing
-	lockKey  string
+	prefix   string
+	lockKey  string // the shop's lock key, with the prefix
 	stockKey string
 	seqKey   string // the inventory's own order of the shop's commands: INCR in the same MULTI or script
 	fenceKey string // the highest fencing token the inventory has seen
 	start    time.Time
 	onEvent  func(Event)
-	inv      *redis.Client // uncounted: stocks the shelf, stamps, reads back
+	inv      *redis.Client // the lab's own: stocks the shelf, stamps, reads back
 	nodes    []*nodeEye
 	prio     *priority  // the greedy scenario's head start
 	idle     *idleProbe // the allowance of each idle gap
 
-	mu       sync.Mutex // guards the referee's state below, procs and the orders
-	procs    []*process
-	nextID   int    // the last order id handed out
-	timedOut string // why a scripted run did not finish, if it did not
-	asked    int64  // lock calls that have sent a first command, in the nodes' order
-	ref      referee
+	mu        sync.Mutex // guards what follows, procs and the orders
+	procs     []*process
+	nextOrder int // the last order id handed out
+	nextCall  int // the last call id handed out
+	ref       *Referee
+	stage     staging // what a scripted scenario has armed
+	// unlockTouched is the most commands an Unlock call (of any process, begun holding a lock)
+	// carried out that touched the lock: the gaps the unlock-race tries.
+	unlockTouched int
 }
 
 // LockName is the product lock's key under a run's prefix: the lock of a run on env is
 // env.Prefix() + LockName.
 const LockName = "lock:product:1001"
+
+// inventoryKeys is the part of the run's prefix the inventory's keys live under: not a lock's (on
+// a backend whose inventory shares the lock's server, the watchers leave them alone).
+const inventoryKeys = "inventory:"
 
 // NewArena stocks the shelf and returns an arena ready for buyers.
 func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
@@ -72,32 +82,37 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		step:     cfg.Step,
 		env:      cfg.Env,
 		t:        cfg.Timing,
+		prefix:   pre,
 		lockKey:  pre + LockName,
-		stockKey: pre + "stock:product:1001",
-		seqKey:   pre + "stock:product:1001:seq",
-		fenceKey: pre + "stock:product:1001:fence",
+		stockKey: pre + inventoryKeys + "stock:product:1001",
+		seqKey:   pre + inventoryKeys + "stock:product:1001:seq",
+		fenceKey: pre + inventoryKeys + "stock:product:1001:fence",
 		onEvent:  cfg.OnEvent,
 		start:    time.Now(),
 		prio:     newPriority(),
 	}
-	a.inv = redis.NewClient(cfg.Env.InventoryOptions())
+	o := cfg.Env.InventoryOptions()
+	a.inv = redis.NewClient(o)
+	a.inv.AddHook(claimHook{})
 	if err := a.inv.Set(ctx, a.stockKey, cfg.Stock, 0).Err(); err != nil {
 		a.inv.Close()
 		return nil, fmt.Errorf("sim: stocking the shelf: %w", err)
 	}
-	a.ref = newReferee(cfg.Stock)
-	a.ref.waits.grace = cfg.Timing.TTL / 80
+	h := History{Step: cfg.Step.Slug, Backend: cfg.Env.Backend(), Timing: cfg.Timing, LockKey: LockName, Stock: cfg.Stock}
+	for _, n := range cfg.Env.Nodes() {
+		h.Nodes = append(h.Nodes, n.Name())
+	}
+	a.ref = NewReferee(h, a.emit)
 	for i, n := range cfg.Env.Nodes() {
-		w, err := n.Watch(a.lockKey)
+		w, err := n.Watch(pre, inventoryKeys)
 		if err != nil {
 			// The run goes on; what depends on watching the lock goes unjudged, and says so.
 			w = blindWatcher{err}
-			a.ref.blind(steps.ForeignRelease, fmt.Sprintf("the referee cannot watch the lock on %s: %v", n.Name(), err))
+			a.record(Record{Kind: RecBlind, What: fmt.Sprintf("the referee cannot watch %s: %v", n.Name(), err), Kinds: []steps.Kind{steps.ForeignRelease}})
 		}
-		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, owners: map[string]int{}, turn: durable.New()})
+		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, turn: durable.New()})
 	}
 	a.idle = newIdleProbe(a, a.nodes[0])
-	a.ref.waits.kick = a.idle.kick
 	return a, nil
 }
 
@@ -109,6 +124,9 @@ func (a *Arena) Timing() Timing { return a.t }
 
 // Since is the arena's time now.
 func (a *Arena) Since() time.Duration { return time.Since(a.start) }
+
+// at is t on the arena's clock.
+func (a *Arena) at(t time.Time) time.Duration { return t.Sub(a.start) }
 
 // unlockFreeze is how long the unlock-race fault freezes a process in a live session: past its
 // lock's TTL.
@@ -122,6 +140,33 @@ func (a *Arena) beat() time.Duration { return a.t.Work }
 // holdCap is the longest a held buyer stays inside past its work, waiting for its counterpart.
 func (a *Arena) holdCap() time.Duration { return 2 * a.t.TTL }
 
+// record appends rec to the run's history, stamped now unless it has a time, and lets the
+// referee read it (it emits the events). The caller holds a.mu.
+func (a *Arena) record(rec Record) {
+	if rec.At == 0 {
+		rec.At = a.Since()
+	}
+	a.ref.Add(rec)
+}
+
+// recordNow is record for a caller that does not hold a.mu.
+func (a *Arena) recordNow(rec Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.record(rec)
+}
+
+// emit hands e to the subscriber, and kicks the idle probe when the lock comes free. Callers hold
+// a.mu.
+func (a *Arena) emit(e Event) {
+	if e.Kind == EvFree && a.idle != nil {
+		a.idle.kick(e.Due)
+	}
+	if a.onEvent != nil {
+		a.onEvent(e)
+	}
+}
+
 // addBuyer starts a new process.
 func (a *Arena) addBuyer() *process {
 	a.mu.Lock()
@@ -134,152 +179,57 @@ func (a *Arena) addBuyer() *process {
 	return p
 }
 
-// order runs one order of p through the step's handler and reports it to the referee.
+// order runs one order of p through the step's handler and records it.
 func (a *Arena) order(ctx context.Context, p *process, hold <-chan struct{}) error {
 	a.mu.Lock()
-	a.nextID++
+	a.nextOrder++
 	p.orders++
-	o := &order{id: a.nextID, p: p, k: p.orders, began: a.Since()}
+	o := &order{id: a.nextOrder, p: p, k: p.orders}
 	p.current = append(p.current, o)
-	a.ref.orders = append(a.ref.orders, o)
+	a.record(Record{Kind: RecOrder, What: orderBegin, Buyer: p.n, Order: o.id, K: o.k})
 	a.mu.Unlock()
-	a.emit(Event{Kind: EvStart, Buyer: p.n, Order: o.k})
 	err := a.step.Order(withOrder(ctx, o), p.locker, &shop{p: p, o: o, hold: hold})
-	a.done(o, err)
+	a.done(o, ctx, err)
 	return err
 }
 
-// emit timestamps e and hands it to the subscriber. Callers may hold a.mu.
-func (a *Arena) emit(e Event) {
-	e.At = time.Since(a.start)
-	if a.onEvent != nil {
-		a.onEvent(e)
-	}
-}
-
-// count counts commands of p (the probe's are not counted) and tells the subscriber what they were.
-func (a *Arena) count(p *process, cmds []redis.Cmder, node int) {
-	a.countN(p, len(cmds), a.label(cmds, node))
-}
-
-func (a *Arena) countN(p *process, n int, label string) {
-	if p.n == 0 {
-		return
-	}
-	a.mu.Lock()
-	a.ref.commands += n
-	if a.ref.commands > steps.FloodLimit*(a.ref.confirmed+1) {
-		a.ref.announce(a, steps.Flood, floodSentence(a.ref.commands, a.ref.confirmed))
-	}
-	a.mu.Unlock()
-	if a.onEvent != nil {
-		a.emit(Event{Kind: EvCommand, Buyer: p.n, Detail: label})
-	}
-}
-
-// label names commands the way the timeline shows them: "SET NX lock", "GET stock",
-// "EVALSHA lock"; a pipeline's are joined with " + ".
-func (a *Arena) label(cmds []redis.Cmder, node int) string {
-	parts := make([]string, 0, len(cmds))
-	for _, cmd := range cmds {
-		name := strings.ToUpper(cmd.Name())
-		for _, x := range cmd.Args()[1:] {
-			if s, ok := x.(string); ok && strings.EqualFold(s, "nx") {
-				name += " NX"
-			}
-		}
-		switch {
-		case touches(cmd, a.lockKey):
-			name += " lock"
-		case touches(cmd, a.stockKey):
-			name += " stock"
-		default:
-			name += " (lock server)"
-		}
-		if len(a.nodes) > 1 {
-			name += fmt.Sprintf(" @%d", node+1)
-		}
-		parts = append(parts, name)
-	}
-	return strings.Join(parts, " + ")
-}
-
-// stamp takes the inventory's next sequence number: a moment in the inventory's own order, for an
-// event that is not one of its commands (a handler returned, an unlock began, a process died).
-func (a *Arena) stamp() int64 {
-	n, err := a.inv.Incr(context.Background(), a.seqKey).Result()
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
-// crashed ends every order p had under way, as far as the shop is concerned.
-func (a *Arena) crashed(p *process) {
-	seq := a.stamp()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, o := range p.current {
-		a.ref.leave(a, o, seq, false)
-		a.ref.released(a, o)
-	}
-}
-
-// done ends o: it leaves the critical section if it was still inside without having written,
-// and an order that sold nothing and never got in while units remained is a lost sale.
-func (a *Arena) done(o *order, err error) {
-	a.closeSpan(o)
+// done records the end of o.
+func (a *Arena) done(o *order, ctx context.Context, err error) {
 	p := o.p
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	o.done = true
-	p.lastDone = a.Since()
-	a.ref.released(a, o)
 	for i, x := range p.current {
 		if x == o {
 			p.current = append(p.current[:i:i], p.current[i+1:]...)
 			break
 		}
 	}
-	if !o.entered() && o.confirmed == 0 && !o.faulted && !p.isDead() && p.ctx.Err() == nil {
-		a.ref.rejected(a, o)
-	}
-	detail := "ok"
+	rec := Record{Kind: RecOrder, What: orderEnd, Buyer: p.n, Order: o.id}
 	if err != nil {
-		detail = strings.ReplaceAll(err.Error(), "\n", "; ")
-		if o.confirmed > 0 {
-			detail = "sold, but " + detail
-		}
-	} else if o.confirmed == 0 {
-		detail = "ok, but sold nothing"
+		rec.Err = strings.ReplaceAll(err.Error(), "\n", "; ")
 	}
-	a.emit(Event{Kind: EvDone, Buyer: p.n, Order: o.k, Detail: detail})
+	switch {
+	case o.faulted:
+		rec.Excuse = excuseFault
+	case p.isDead():
+		rec.Excuse = excuseDead
+	case p.ctx.Err() != nil || ctx.Err() != nil:
+		rec.Excuse = excuseCut
+	}
+	a.record(rec)
 }
 
-// closeSpan ends o's critical section at this moment of the inventory's order, unless it has
-// written (its write ended it) or has not entered.
-func (a *Arena) closeSpan(o *order) {
-	a.mu.Lock()
-	open := o.entered() && o.endSeq == 0
-	a.mu.Unlock()
-	if !open {
-		return
-	}
-	seq := a.stamp()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.leave(a, o, seq, false)
+// crashed records that p died.
+func (a *Arena) crashed(p *process) {
+	a.recordNow(Record{Kind: RecProcess, What: processCrashed, Buyer: p.n})
 }
 
 // Holder is the buyer inside the critical section (the first in, if several are), or else the
-// lock's owner on the first node; 0 if there is none.
+// buyer of the first lock held; 0 if there is none.
 func (a *Arena) Holder() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if o := a.ref.firstInside(); o != nil {
-		return o.p.n
-	}
-	return max(a.nodes[0].owner(), 0)
+	return a.ref.Inside()
 }
 
 func (a *Arena) proc(n int) *process {
@@ -293,11 +243,11 @@ func (a *Arena) proc(n int) *process {
 
 // Inject plays fault on the current holder: at once where it can (crash), in its work if it is
 // working (error, slow, reentrant), or at its next moment (pause at its stock write, unlock-race
-// at its unlock). A failover is armed for the next lock write, whoever makes it. It returns the
-// buyer it targeted (0 for a failover).
+// at its unlock). A failover is armed for the next Lock that writes on the first node, whoever
+// calls it. It returns the buyer it targeted (0 for a failover).
 func (a *Arena) Inject(f Fault) (int, error) {
 	if f == FaultFailover {
-		return 0, a.armFailover(0)
+		return 0, a.armFailover(0, 0)
 	}
 	n := a.Holder()
 	p := a.proc(n)
@@ -308,32 +258,47 @@ func (a *Arena) Inject(f Fault) (int, error) {
 	case FaultSecond:
 		return 0, errors.New("sim: a second request needs a live session")
 	case FaultCrash:
-		a.emit(Event{Kind: EvFault, Buyer: n, Detail: "crash: the process dies"})
+		a.recordNow(Record{Kind: RecFault, What: string(FaultCrash), Buyer: n})
 		p.crash()
+	case FaultUnlockRace:
+		a.mu.Lock()
+		p.race = &unlockRace{gap: 0, freeze: a.unlockFreeze()}
+		a.mu.Unlock()
 	default:
 		p.arm(f)
 	}
 	return n, nil
 }
 
-// Report judges the run so far for scenario sc (its judged kinds become the violations), reading
-// the final stock from the inventory.
+// History is the run so far, as data.
+func (a *Arena) History() *History {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ref.History()
+}
+
+// Report judges the run so far for scenario sc (its judged kinds become the violations). It
+// probes the lock for stuck, reads the final stock back, and records both first.
 func (a *Arena) Report(ctx context.Context, sc steps.Scenario) *Report {
 	a.mu.Lock()
-	timedOut := a.timedOut
+	timedOut := a.ref.timedOut != "" || a.ref.nowhere != ""
 	a.mu.Unlock()
-	st := stuckState{detail: "the run did not finish"}
-	if timedOut == "" {
-		st = a.probe(ctx)
+	if !timedOut {
+		a.probe(ctx)
 	}
 	a.idle.settle(a.t.TTL)
 	final, err := a.inv.Get(ctx, a.stockKey).Int()
 	if err != nil {
 		final = -1
 	}
+	for _, s := range a.env.Strangers(ctx) {
+		a.recordNow(Record{Kind: RecBlind, What: s + ": use the client the lab gives you (Proc.Redis, Proc.Nodes)", Kinds: steps.Kinds})
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.ref.report(a, sc, final, st, timedOut)
+	a.record(Record{Kind: RecFinal, Stock: final})
+	a.ref.h.Scenario = sc
+	return a.ref.Report()
 }
 
 // Close stops every process and removes the run's keys. Its caller has waited for the orders.
@@ -349,14 +314,28 @@ func (a *Arena) Close() {
 	ctx := context.Background()
 	a.inv.Del(ctx, a.stockKey, a.seqKey, a.fenceKey)
 	for _, e := range a.nodes {
-		e.node.Admin().Del(ctx, a.lockKey)
+		// The next run on this env (another play of the scenario) starts with no key of this one.
+		if keys, err := e.node.Admin().Keys(ctx, a.prefix+"*").Result(); err == nil && len(keys) > 0 {
+			e.node.Admin().Del(ctx, keys...)
+		}
+		e.w.Close()
 	}
-	a.closeNodes()
 	a.inv.Close()
 }
 
-func (a *Arena) closeNodes() {
-	for _, e := range a.nodes {
-		e.w.Close()
+// claimHook claims every connection its client dials: a client of the lab's own.
+type claimHook struct{}
+
+func (claimHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if err == nil {
+			redisenv.Claim(c)
+		}
+		return c, err
 	}
+}
+func (claimHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (claimHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

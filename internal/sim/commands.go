@@ -86,11 +86,25 @@ func mayDelete(cmd redis.Cmder, key string) bool {
 	return true
 }
 
-// anyMayDelete reports whether any of cmds could delete or replace key.
-func anyMayDelete(cmds []redis.Cmder, key string) bool {
+// namesAny reports whether any of cmds names one of keys (without the prefix).
+func namesAny(cmds []redis.Cmder, prefix string, keys []string) bool {
 	for _, c := range cmds {
-		if mayDelete(c, key) {
-			return true
+		for _, k := range keys {
+			if touches(c, prefix+k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mayDeleteAny reports whether any of cmds could delete or replace one of keys.
+func mayDeleteAny(cmds []redis.Cmder, prefix string, keys []string) bool {
+	for _, c := range cmds {
+		for _, k := range keys {
+			if mayDelete(c, prefix+k) {
+				return true
+			}
 		}
 	}
 	return false
@@ -125,11 +139,35 @@ func intArg(a any) (int64, bool) {
 	return 0, false
 }
 
-// plainDeletes reports whether every one of cmds that may delete key is a DEL, UNLINK or GETDEL:
+// deleting reports whether cmd could delete or replace some value: a command that writes (or a
+// script), not SET NX and its kin, not a positive expiry.
+func deleting(cmd redis.Cmder) bool {
+	if cannotDelete[cmd.Name()] {
+		return false
+	}
+	args := cmd.Args()
+	switch cmd.Name() {
+	case "set":
+		for _, a := range args[3:] {
+			if s, ok := a.(string); ok && strings.EqualFold(s, "nx") {
+				return false
+			}
+		}
+	case "expire", "pexpire":
+		if len(args) >= 3 {
+			if n, ok := intArg(args[2]); ok && n > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// plainDeletes reports whether every one of cmds that may delete is a DEL, UNLINK or GETDEL:
 // commands whose reply says whether they deleted something.
-func plainDeletes(cmds []redis.Cmder, key string) bool {
-	for _, c := range cmds {
-		if !mayDelete(c, key) {
+func plainDeletes(cmds []redis.Cmder) bool {
+	for _, c := range payload(cmds) {
+		if !deleting(c) {
 			continue
 		}
 		switch c.Name() {
@@ -141,11 +179,11 @@ func plainDeletes(cmds []redis.Cmder, key string) bool {
 	return true
 }
 
-// replyZero reports whether every one of cmds answered the integer 0 (DEL, UNLINK and most
-// compare-and-delete scripts when they deleted nothing) or nil (GETDEL of nothing).
-func replyZero(cmds []redis.Cmder, key string) bool {
-	for _, cmd := range cmds {
-		if !mayDelete(cmd, key) {
+// replyZero reports whether every one of cmds that may delete answered the integer 0 (DEL, UNLINK
+// and most compare-and-delete scripts when they deleted nothing) or nil (GETDEL of nothing).
+func replyZero(cmds []redis.Cmder) bool {
+	for _, cmd := range payload(cmds) {
+		if !deleting(cmd) {
 			continue
 		}
 		switch c := cmd.(type) {

@@ -56,10 +56,7 @@ func (pr *idleProbe) loop() {
 		pr.node.turn.Lock()
 		pr.node.node.Admin().Ping(context.Background())
 		pr.node.turn.Unlock()
-		d := pr.a.Since() - at
-		pr.a.mu.Lock()
-		pr.a.ref.waits.probed(at, d)
-		pr.a.mu.Unlock()
+		pr.a.recordNow(Record{Kind: RecProbe, What: probeIdle, Due: at, D: pr.a.Since() - at})
 		pr.pending.Add(-1)
 	}
 }

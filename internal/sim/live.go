@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -156,8 +155,8 @@ func (l *Live) run(b *liveBuyer, i int) {
 	}
 }
 
-// watchStuck judges stuck while the session runs: the lock still held, a TTL after its owner's
-// last order ended (or its process died), while units remain.
+// watchStuck lets time pass in the session's history, a quarter TTL at a time: the referee
+// judges stuck on it (a lock whose owner is done with it, held a TTL on, that never expires).
 func (l *Live) watchStuck() {
 	defer l.wg.Done()
 	tick := time.NewTicker(l.a.t.TTL / 4)
@@ -168,22 +167,7 @@ func (l *Live) watchStuck() {
 			return
 		case <-tick.C:
 		}
-		a := l.a
-		st := a.Lock(l.ctx)
-		if !st.Held || st.Owner == 0 {
-			continue
-		}
-		p := a.proc(st.Owner)
-		a.mu.Lock()
-		idle := len(p.current) == 0 && (p.isDead() || a.Since()-p.lastDone > a.t.TTL)
-		if idle && a.ref.shelf > 0 {
-			how := "whose order has ended"
-			if p.isDead() {
-				how = "whose process has died"
-			}
-			a.ref.announce(a, steps.Stuck, fmt.Sprintf("the lock is still held by buyer %d, %s, while %s on the shelf: nobody can buy them", st.Owner, how, units(a.ref.shelf)))
-		}
-		a.mu.Unlock()
+		l.a.recordNow(Record{Kind: RecClock})
 	}
 }
 
@@ -198,7 +182,7 @@ func (l *Live) Inject(f Fault) (int, error) {
 	if p == nil {
 		return 0, ErrNoHolder
 	}
-	l.a.emit(Event{Kind: EvFault, Buyer: n, Detail: "second: the same process starts a second order, with the same Locker"})
+	l.a.recordNow(Record{Kind: RecFault, What: string(FaultSecond), Buyer: n})
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()

@@ -110,7 +110,7 @@ func TestLiveRetireFinishesTheOrder(t *testing.T) {
 		l, err := sim.StartLive(sim.Config{Step: st, Env: embedded(t), Stock: 50, Timing: tm, OnEvent: func(e sim.Event) {
 			if e.Kind == sim.EvDone && e.Buyer == 1 {
 				mu.Lock()
-				done = append(done, e.Detail)
+				done = append(done, e.Err)
 				mu.Unlock()
 			}
 		}}, 1)
@@ -123,7 +123,7 @@ func TestLiveRetireFinishesTheOrder(t *testing.T) {
 		rep := l.Stop()
 		mu.Lock()
 		defer mu.Unlock()
-		if len(done) == 0 || done[len(done)-1] != "ok" {
+		if len(done) == 0 || done[len(done)-1] != "" {
 			t.Fatalf("the retired buyer's order did not finish: %q", done)
 		}
 		if rep.Stuck {

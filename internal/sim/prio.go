@@ -60,11 +60,12 @@ func (pr *priority) await(ctx context.Context, p *process, gate chan struct{}) e
 	}
 }
 
-// before is called before p sends cmds in call c: the greedy buyer's release shuts the gate.
-func (pr *priority) before(p *process, c *call, cmds []redis.Cmder, lockKey string, cap time.Duration) {
+// before is called before p sends cmds to lock node node in call c: the greedy buyer's release
+// (a command of its Unlock that may delete a key it held as the call began) shuts the gate.
+func (pr *priority) before(p *process, c *call, cmds []redis.Cmder, node int, cap time.Duration) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	if pr.p != p || c == nil || c.kind != unlockCall || !anyMayDelete(cmds, lockKey) {
+	if pr.p != p || c == nil || c.kind != unlockCall || !mayDeleteAny(payload(cmds), p.a.prefix, c.holdKeys[node]) {
 		return
 	}
 	select {

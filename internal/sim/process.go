@@ -32,18 +32,21 @@ type process struct {
 	dead   chan struct{}
 	wg     sync.WaitGroup // goroutines started through Proc.Go
 
-	mu       sync.Mutex
-	frozen   outage          // the whole process stops (a stop-the-world pause)
-	cut      outage          // its links to the lock nodes are down (a partition); the inventory's are not
-	blocked  []chan struct{} // per lock node: open (closed) unless a scenario keeps this process off it
-	refused  []bool          // per lock node: its commands there fail at once (the node is down for it)
-	skew     time.Duration   // how far its wall clock runs ahead (Proc.Now)
-	conns    map[*procConn]struct{}
-	armed    Fault         // a fault waiting for its moment
-	poke     chan struct{} // wakes the work when a fault is injected into it
-	orders   int           // orders started
-	current  []*order      // orders under way
-	lastDone time.Duration // when its last order ended
+	mu        sync.Mutex
+	frozen    outage          // the whole process stops (a stop-the-world pause)
+	cut       outage          // its links to the lock nodes are down (a partition); the inventory's are not
+	blocked   []chan struct{} // per lock node: open (closed) unless a scenario keeps this process off it
+	refused   []bool          // per lock node: its commands there fail at once (the node is down for it)
+	skew      time.Duration   // how far its wall clock runs ahead (Proc.Now)
+	conns     map[*procConn]struct{}
+	armed     Fault          // a fault waiting for its moment
+	race      *unlockRace    // the unlock-race fault, armed
+	calls     map[*call]bool // Lock and Unlock calls under way
+	lockCalls int            // Lock calls made (guarded by the arena's mu)
+	poke      chan struct{}  // wakes the work when a fault is injected into it
+	orders    int            // orders started
+	current   []*order       // orders under way
+	lastDone  time.Duration  // when its last order ended
 
 	// witness, set by a scripted scenario, closes when the buyer this process's fault is staged
 	// for has entered the critical section, found the lock taken, or finished. A staged fault
@@ -58,9 +61,10 @@ func newProcess(a *Arena, n int) *process {
 	if n == 0 {
 		p.name = "probe"
 	}
-	p.frozen = newOutage(EvFrozen, EvThawed)
-	p.cut = newOutage(EvPartitioned, EvHealed)
+	p.frozen = newOutage(processFrozen, processThawed)
+	p.cut = newOutage(processPartitioned, processHealed)
 	p.conns = map[*procConn]struct{}{}
+	p.calls = map[*call]bool{}
 	p.ctx, p.kill = context.WithCancel(context.Background())
 	for i, node := range a.env.Nodes() {
 		open := make(chan struct{})
@@ -151,7 +155,6 @@ func (p *process) crash() {
 	}
 	p.inv.Close()
 	p.closeConns() // its subscriptions die with it too
-	p.a.emit(Event{Kind: EvCrashed, Buyer: p.n})
 	p.a.crashed(p)
 }
 
@@ -161,10 +164,10 @@ func (p *process) crash() {
 type outage struct {
 	gate       chan struct{} // closed while traffic flows; open during the outage
 	until      time.Time
-	began, end EventKind
+	began, end string // the process records that say it began and ended
 }
 
-func newOutage(began, end EventKind) outage {
+func newOutage(began, end string) outage {
 	o := outage{gate: make(chan struct{}), began: began, end: end}
 	close(o.gate)
 	return o
@@ -191,7 +194,8 @@ func (p *process) start(o *outage, d time.Duration) {
 	select {
 	case <-o.gate:
 		o.gate = make(chan struct{})
-		p.a.emit(Event{Kind: o.began, Buyer: p.n, Detail: d.String()})
+		p.a.recordNow(Record{Kind: RecProcess, What: o.began, Buyer: p.n, D: d})
+		p.wg.Add(1)
 		go p.endLoop(o, o.gate, p.witness)
 	default:
 	}
@@ -200,14 +204,15 @@ func (p *process) start(o *outage, d time.Duration) {
 // endLoop reopens gate once the latest end of o has passed (a second start can extend it), or
 // its witness has acted, or the process died.
 func (p *process) endLoop(o *outage, gate chan struct{}, witness <-chan struct{}) {
+	defer p.wg.Done()
 	for {
 		p.mu.Lock()
 		wait := time.Until(o.until)
-		if wait <= 0 || p.isDead() {
+		if wait <= 0 || p.isDead() || p.ctx.Err() != nil {
 			close(gate)
 			p.mu.Unlock()
 			if !p.isDead() {
-				p.a.emit(Event{Kind: o.end, Buyer: p.n})
+				p.a.recordNow(Record{Kind: RecProcess, What: o.end, Buyer: p.n})
 			}
 			return
 		}
@@ -223,6 +228,7 @@ func (p *process) endLoop(o *outage, gate chan struct{}, witness <-chan struct{}
 			p.mu.Unlock()
 			witness = nil
 		case <-p.dead:
+		case <-p.ctx.Done():
 		}
 		t.Stop()
 	}
@@ -338,6 +344,7 @@ func (h lockHook) DialHook(next redis.DialHook) redis.DialHook {
 		if err != nil {
 			return nil, err
 		}
+		redisenv.Claim(c)
 		return h.p.wrap(c, h.node), nil
 	}
 }
@@ -365,22 +372,26 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 		return send()
 	}
 	inner := payload(cmds)
-	c := callFrom(ctx)
-	if c != nil && c.kind == unlockCall && anyMayDelete(inner, p.a.lockKey) && p.take(FaultUnlockRace) == FaultUnlockRace {
-		p.a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: string(FaultUnlockRace) + ": frozen just before " + p.a.label(inner, node)})
-		p.freeze(p.a.unlockFreeze())
-	}
+	c := p.callOf(ctx)
+	p.unlockRace(c, node, inner)
 	if err := p.network(ctx, node); err != nil {
 		return fail(cmds, err)
 	}
-	p.a.count(p, inner, node)
-	return p.a.observe(ctx, p, node, inner, c, send)
+	err := p.a.observe(ctx, p, node, cmds, c, send)
+	if c != nil && c.kind == unlockCall && (err == nil || err == redis.Nil) && namesAny(inner, p.a.prefix, c.holdKeys[node]) {
+		// A command of the release that touched the lock and was carried out (one refused, a
+		// script Redis does not have yet, is sent again and counted then).
+		p.mu.Lock()
+		c.touched++
+		p.mu.Unlock()
+	}
+	return err
 }
 
 // invHook is a process's go-redis hook on its inventory client: the simulated network.
 type invHook struct{ p *process }
 
-func (h invHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h invHook) DialHook(next redis.DialHook) redis.DialHook { return claimHook{}.DialHook(next) }
 
 func (h invHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -480,4 +491,39 @@ func (p *process) closeConns() {
 	for _, c := range conns {
 		c.Conn.Close()
 	}
+}
+
+// unlockRace is the unlock-race fault armed on a process: it freezes the process inside its
+// release, between the commands of the Unlock that touch what the process holds.
+type unlockRace struct {
+	// gap: freeze before the gap-th command of the process's first Unlock (one that began
+	// holding a lock) that names a key it holds; 0 (live) before the first such command that
+	// may delete one.
+	gap    int
+	freeze time.Duration // how long; a staged process thaws with its witness instead
+	struck bool
+	// unlocks is the process's Unlock calls that began holding a lock.
+	unlocks int
+}
+
+// unlockRace freezes p before a command of Unlock call c that names a key its process held as c
+// began, as the unlock-race fault armed on p says: before the command that follows gap−1 such
+// commands carried out.
+func (p *process) unlockRace(c *call, node int, cmds []redis.Cmder) {
+	if c == nil || c.kind != unlockCall || !namesAny(cmds, p.a.prefix, c.holdKeys[node]) {
+		return
+	}
+	p.mu.Lock()
+	r := p.race
+	strike := r != nil && !r.struck && r.unlocks == 0 &&
+		(r.gap == c.touched+1 || (r.gap == 0 && mayDeleteAny(cmds, p.a.prefix, c.holdKeys[node])))
+	if strike {
+		r.struck = true
+	}
+	p.mu.Unlock()
+	if !strike {
+		return
+	}
+	p.a.recordNow(Record{Kind: RecFault, What: string(FaultUnlockRace), Buyer: p.n, Node: node, Cmds: p.a.cmds(cmds)})
+	p.freeze(r.freeze)
 }

@@ -2,280 +2,948 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
-// referee sees every event of an arena and judges the invariants. Its methods run with the
-// arena's mu held. It judges from what it can observe, never from what a step says: the critical
-// section is the span of an order's stock commands in the inventory's own order, a refusal is an
-// order that never got in, a release is a command its watcher saw remove the lock. Hazard: what it
-// cannot observe it must say (blind), or a verdict would rest on partial evidence in silence.
-type referee struct {
-	initial    int
-	shelf      int   // the stock as last written, in the inventory's order
-	shelfSeq   int64 // the sequence number of that write
-	confirmed  int   // stock writes the inventory accepted
-	commands   int
+// Referee judges a run from its history alone: it knows nothing of the steps, nothing of the
+// arena, and reads no Redis. Fed records in the order they were observed (Add), it keeps the
+// violations found so far and tells the live arena what each record means (Event); Judge feeds it
+// a whole saved history. Each kind has its own small checker over the same records:
+//
+//   - overlap, oversold (the shop is the truth): an order's critical section runs from the stock
+//     read its write was computed from (its last read before the write) to that write, in the
+//     inventory's order of commands; two sections overlap when each began before the other
+//     ended. oversold = writes the inventory accepted − units that left the shelf.
+//   - foreign-release (holds): the lock of a hold is whatever its Lock call wrote, on any key of
+//     any node, and still held when the call returned true (or, for a call that wrote nothing,
+//     what was written for it during the call: a hand-over). A hold ends when any of its keys is
+//     gone, or will expire within a round trip, or is overwritten by another process; by a
+//     process that is not the holder, that is a foreign release. Redis's own expiry, a
+//     failover's or a restart's loss ends a hold with nobody to blame.
+//   - stuck (the end-of-run probe, or, live, a finished or dead owner's hold with a key that
+//     never expires), lost-sales (an order that sold nothing, wrote nothing, and was not excused
+//     while units remained), reentry-failed (the nested Lock), flood (commands per confirmed
+//     order).
+//   - starved, idle (waiting runs from an order's start to its first stock read, wherever the
+//     waiting happens): starved = an order passed by StarveLimit reads of orders that began after
+//     it; idle = the time no hold was active while an order waited, gaps longer than a woken
+//     waiter needs (the idle probe's measure) counted.
+//
+// Hazard: what it cannot observe it must say (a blind record), or a verdict would rest on partial
+// evidence in silence.
+type Referee struct {
+	h      History // the header, and the records so far
+	emit   func(Event)
+	window time.Duration // a key that expires within it is released now
+
+	procs  map[int]*rproc
+	orders map[int]*rorder
+	ranked []*rorder // by when they began
+	calls  map[int]*rcall
+
+	// the shop
+	spans     []*span
+	pairs     map[[2]int]bool
+	overlaps  []Overlap
+	confirmed int
+	shelf     int
+	shelfSeq  int64
+	final     *int
+	lost      []Rejection
+	commands  int
+
+	// the holds
+	nodes   []map[string]*rkey
+	holds   []*hold
+	foreign []Foreign
+
+	// waiting
+	freeAt     time.Duration // when the last active hold ended; -1 while one is active (or before any)
+	freeWaited bool          // an order was waiting when it ended
+	first      time.Duration // the first such moment; -1 before
+	last       time.Duration
+	gaps       []gap
+	probes     map[time.Duration]time.Duration
+	starved    []Starve
+
+	reentry    []Reentry
+	blinds     []Blind
+	notes      []string
+	nowhere    string
+	timedOut   string
+	stuck      stuckState
 	failedOver bool
-
-	orders   []*order
-	pairs    map[[2]int]bool // order ids found overlapping
-	overlaps []Overlap
-	foreign  []Foreign
-	lost     []Rejection
-	reentry  []Reentry
-	blinds   []Blind
-	waits    waits
-	told     map[steps.Kind]bool // kinds already announced live
+	told       map[steps.Kind]bool
+	// liveStuckSaid is the live check's sentence for a stuck lock, once it found one.
+	liveStuckSaid string
 }
 
-func newReferee(stock int) referee {
-	return referee{initial: stock, shelf: stock, pairs: map[[2]int]bool{}, told: map[steps.Kind]bool{}, waits: newWaits()}
+// rproc is what the referee knows of one process.
+type rproc struct {
+	dead    bool
+	ended   time.Duration // when its last order ended; -1 while one is under way or before any
+	current int           // orders under way
+	orders  int
 }
 
-// Overlap is a time two orders were inside the critical section together: the second read the
-// stock before the first wrote it (or, if the first wrote nothing, before it left).
-type Overlap struct {
-	A    int           `json:"a"` // the buyer whose order got in first
-	B    int           `json:"b"` // the buyer whose order got in while A's was inside (may be A)
-	From time.Duration `json:"from_ns"`
-	To   time.Duration `json:"to_ns"`
+// rorder is one order, as its records tell it.
+type rorder struct {
+	id, buyer, k int
+	rank         int
+	began        time.Duration
+	reads        []stockOp // every stock read, in the inventory's order
+	firstRead    time.Duration
+	wrote        bool // it attempted a write (accepted or refused)
+	inside       bool // it has read and not yet written, nor ended
+	confirmed    int
+	ended        bool
+	waited       bool // a command of its Lock found the lock held by another
+	passed       int  // reads by orders that began after it, while it waited
+	starve       int  // its index in starved, or -1
 }
 
-// Foreign is a lock deleted or replaced by a process that did not own it.
-type Foreign struct {
-	By    int           `json:"by"`
-	Owner int           `json:"owner"`
-	Node  int           `json:"node"`
-	At    time.Duration `json:"at_ns"`
+type stockOp struct {
+	seq   int64
+	at    time.Duration
+	stock int
 }
 
-// Rejection is an order that sold nothing and never got in while units remained.
-type Rejection struct {
-	Buyer int           `json:"buyer"`
-	Stock int           `json:"stock"` // units on the shelf when it was turned away
-	At    time.Duration `json:"at_ns"`
+// span is one critical section: from the read a write was computed from to that write.
+type span struct {
+	o            *rorder
+	read, write  stockOp
+	refused, out bool
 }
 
-// Reentry is a nested acquire that failed.
-type Reentry struct {
-	Buyer int           `json:"buyer"`
-	Why   string        `json:"why"`
-	At    time.Duration `json:"at_ns"`
+// rcall is one Lock or Unlock call.
+type rcall struct {
+	id, buyer, order int
+	lock             bool
+	began            time.Duration
+	wrote            map[nodeKey]bool // keys its commands changed
+	created          map[nodeKey]bool // keys its commands brought into being
+	named            map[nodeKey]bool // keys its commands named
 }
 
-// Blind is something the referee could not observe, and the kinds it leaves unjudged.
-type Blind struct {
-	Kinds []steps.Kind `json:"kinds"`
-	What  string       `json:"what"`
+type nodeKey struct {
+	node int
+	key  string
 }
 
-func (r *referee) announce(a *Arena, k steps.Kind, sentence string) {
+// rkey is one key of a lock node, as the referee last saw it.
+type rkey struct {
+	value     string
+	deadline  time.Duration // when it expires; -1: never
+	hold      *hold
+	writer    int // the process that wrote its value
+	call      int // in that call (0: outside any call)
+	writtenAt time.Duration
+}
+
+// hold is a lock a Lock call got: the keys it wrote (or was handed), each marked true when the
+// call brought it into being (the lock proper: a key it created, or was handed) and false when it
+// only changed a key that was there (a line of waiters, a token counter: its keeping). It ends when
+// a key it created is gone or about to expire, or when another process's writes have left it
+// none of the keys it created.
+type hold struct {
+	id, buyer, order int
+	keys             map[nodeKey]bool
+	began            time.Duration
+	ended            bool
+}
+
+// created reports whether h still has a key its call created.
+func (h *hold) created() bool {
+	for _, c := range h.keys {
+		if c {
+			return true
+		}
+	}
+	return false
+}
+
+// gap is a stretch the lock sat free while an order waited.
+type gap struct{ from, length time.Duration }
+
+// stuckState is what the end-of-run probe found.
+type stuckState struct {
+	probed bool
+	stuck  bool
+	owner  int
+	detail string
+}
+
+// NewReferee starts a referee of a run whose history begins with h's header (h.Records is
+// ignored; Add them). emit, if not nil, is told what each record means, as it is added.
+func NewReferee(h History, emit func(Event)) *Referee {
+	h.Records = nil
+	r := &Referee{h: h, emit: emit, procs: map[int]*rproc{}, orders: map[int]*rorder{},
+		calls: map[int]*rcall{}, pairs: map[[2]int]bool{}, shelf: h.Stock, freeAt: -1, first: -1,
+		probes: map[time.Duration]time.Duration{}, told: map[steps.Kind]bool{}}
+	r.window = max(4*h.Timing.RTT, 5*time.Millisecond)
+	for range max(len(h.Nodes), 1) {
+		r.nodes = append(r.nodes, map[string]*rkey{})
+	}
+	return r
+}
+
+// Judge judges a whole history, for its scenario's kinds (every kind for a live session's).
+func Judge(h *History) *Report {
+	r := NewReferee(*h, nil)
+	for _, rec := range h.Records {
+		r.Add(rec)
+	}
+	return r.Report()
+}
+
+// History is the run so far: its header and every record added.
+func (r *Referee) History() *History {
+	h := r.h
+	h.Records = slices.Clone(r.h.Records)
+	return &h
+}
+
+func (r *Referee) say(e Event) {
+	switch e.Kind {
+	case EvAcquired, EvReleased, EvForeign, EvExpired, EvLost, EvFailover, EvRestart, EvWaiting:
+		if len(r.h.Nodes) > 1 {
+			e.On = r.nodeName(e.Node)
+		}
+	}
+	if r.emit != nil {
+		r.emit(e)
+	}
+}
+
+func (r *Referee) proc(n int) *rproc {
+	p := r.procs[n]
+	if p == nil {
+		p = &rproc{ended: -1}
+		r.procs[n] = p
+	}
+	return p
+}
+
+func (r *Referee) node(i int) map[string]*rkey {
+	for len(r.nodes) <= i {
+		r.nodes = append(r.nodes, map[string]*rkey{})
+	}
+	return r.nodes[i]
+}
+
+// announce tells the live arena of the first violation of each kind, in the referee's words, with
+// the buyers it names (who, and the other one where there is one).
+func (r *Referee) announce(at time.Duration, k steps.Kind, sentence string, who ...int) {
 	if r.told[k] {
 		return
 	}
 	r.told[k] = true
-	a.emit(Event{Kind: EvViolation, Viol: k, Detail: sentence})
+	e := Event{At: at, Kind: EvViolation, Viol: k, Sentence: sentence}
+	if len(who) > 0 {
+		e.Buyer = who[0]
+	}
+	if len(who) > 1 {
+		e.Other = who[1]
+	}
+	r.say(e)
 }
 
-// firstInside is the order inside the critical section that got in first, or nil.
-func (r *referee) firstInside() *order {
-	var first *order
-	for _, o := range r.window() {
-		if o.entered() && o.endSeq == 0 && (first == nil || o.readSeq < first.readSeq) {
-			first = o
+// Add takes the next record of the run.
+func (r *Referee) Add(rec Record) {
+	r.h.Records = append(r.h.Records, rec)
+	switch rec.Kind {
+	case RecOrder:
+		switch rec.What {
+		case orderBegin:
+			r.orderBegan(rec)
+		case orderWork:
+			if o := r.orders[rec.Order]; o != nil {
+				r.say(Event{At: rec.At, Kind: EvWork, Buyer: o.buyer, Order: o.k})
+			}
+		default:
+			r.orderEnded(rec)
 		}
-	}
-	return first
-}
-
-// window is the orders that can still be found overlapping a new span: every open one, and the
-// most recent ones (a reply can reach Go late, so a closed span stays a candidate for a while).
-func (r *referee) window() []*order {
-	const recent = 256
-	if len(r.orders) <= recent {
-		return r.orders
-	}
-	w := r.orders[len(r.orders)-recent:]
-	for _, o := range r.orders[:len(r.orders)-recent] {
-		if o.entered() && o.endSeq == 0 {
-			w = append(w, o)
+	case RecCall:
+		r.call(rec)
+	case RecCmd:
+		r.command(rec)
+	case RecLapse:
+		r.lapse(rec)
+	case RecUnseen:
+		for _, kc := range rec.Keys {
+			r.setKey(rec.Node, kc, rec.At, 0, 0)
 		}
-	}
-	return w
-}
-
-func (r *referee) read(a *Arena, o *order, seq int64, stock int) {
-	if o.entered() {
-		return
-	}
-	o.readSeq, o.readAt = seq, a.Since()
-	a.emit(Event{Kind: EvEnter, Buyer: o.p.n, Order: o.k, Stock: stock})
-	r.checkOverlaps(a, o)
-}
-
-func (r *referee) wrote(a *Arena, o *order, seq int64, stock int) {
-	o.confirmed++
-	r.confirmed++
-	if seq > r.shelfSeq {
-		r.shelf, r.shelfSeq = stock, seq
-	}
-	a.emit(Event{Kind: EvWrite, Buyer: o.p.n, Order: o.k, Stock: stock})
-	if over := r.confirmed - (r.initial - r.shelf); over > 0 {
-		r.announce(a, steps.Oversold, oversoldSentence(r.confirmed, r.initial-r.shelf))
-	}
-	r.leave(a, o, seq, true)
-}
-
-// leave ends o's critical section at seq: for good at a stock write (final), or, for an order that
-// has not written, at a stand-in moment (its unlock began, its handler returned, it died), which a
-// later write replaces.
-func (r *referee) leave(a *Arena, o *order, seq int64, final bool) {
-	if !o.entered() || seq == 0 {
-		return
-	}
-	first := o.endSeq == 0
-	switch {
-	case final && (!o.final || seq > o.endSeq):
-		o.endSeq, o.endAt, o.final = seq, a.Since(), true
-	case !final && first:
-		o.endSeq, o.endAt = seq, a.Since()
-	default:
-		return
-	}
-	if first {
-		a.emit(Event{Kind: EvExit, Buyer: o.p.n, Order: o.k})
-	}
-	r.checkOverlaps(a, o)
-}
-
-// checkOverlaps decides every pair of o and another order that the spans known so far prove
-// overlapping.
-func (r *referee) checkOverlaps(a *Arena, o *order) {
-	for _, x := range r.window() {
-		if x != o && x.entered() {
-			r.decide(a, x, o, false)
+		r.blind(fmt.Sprintf("keys of %s changed between two commands, by something no process sent (a client outside the buyers' processes?)", r.nodeName(rec.Node)), steps.ForeignRelease)
+	case RecStock:
+		r.stockOp(rec)
+	case RecFault:
+		r.say(Event{At: rec.At, Kind: EvFault, Buyer: rec.Buyer, Fault: Fault(rec.What), Cmd: commandOf(rec.Cmds, rec.Node, r)})
+	case RecProcess:
+		r.process(rec)
+	case RecNode:
+		r.nodeChange(rec)
+	case RecNested:
+		r.say(Event{At: rec.At, Kind: EvReentry, Buyer: rec.Buyer, OK: rec.OK, Err: rec.Err})
+		if !rec.OK {
+			e := Reentry{Buyer: rec.Buyer, Why: rec.Err, At: rec.At}
+			r.reentry = append(r.reentry, e)
+			r.announce(rec.At, steps.ReentryFailed, e.String(), e.Buyer)
 		}
+	case RecProbe:
+		if rec.What == probeIdle {
+			r.probes[rec.Due] = rec.D
+			return
+		}
+		r.stuckProbe(rec)
+	case RecClock:
+		r.liveStuck(rec.At)
+	case RecFinal:
+		n := rec.Stock
+		r.final = &n
+	case RecBlind:
+		r.blind(rec.What, rec.Kinds...)
+	case RecNowhere:
+		r.nowhere = rec.What
+	case RecNote:
+		r.notes = append(r.notes, rec.What)
+	case RecTimeout:
+		r.timedOut = rec.What
 	}
-}
-
-// decide records x and y as overlapping if the one that got in first had not left when the other
-// got in. An open span counts as not yet left only when final (the run is over).
-func (r *referee) decide(a *Arena, x, y *order, final bool) {
-	if x.readSeq > y.readSeq {
-		x, y = y, x
-	}
-	key := [2]int{x.id, y.id}
-	if r.pairs[key] {
-		return
-	}
-	if x.endSeq == 0 && !final {
-		return
-	}
-	if x.endSeq != 0 && y.readSeq > x.endSeq {
-		return
-	}
-	r.pairs[key] = true
-	to := x.endAt
-	if x.endSeq == 0 {
-		to = a.Since()
-	}
-	ov := Overlap{A: x.p.n, B: y.p.n, From: y.readAt, To: max(to, y.readAt)}
-	r.overlaps = append(r.overlaps, ov)
-	a.emit(Event{Kind: EvOverlap, Buyer: ov.B, Other: ov.A, Detail: ov.String()})
-	r.announce(a, steps.Overlap, ov.String())
-}
-
-func (r *referee) foreignRelease(a *Arena, by, owner int, e *nodeEye) {
-	f := Foreign{By: by, Owner: owner, Node: e.i, At: a.Since()}
-	r.foreign = append(r.foreign, f)
-	a.emit(Event{Kind: EvForeign, Buyer: by, Other: owner, Node: e.i})
-	r.announce(a, steps.ForeignRelease, f.String())
-}
-
-func (r *referee) rejected(a *Arena, o *order) {
-	if r.shelf <= 0 {
-		return
-	}
-	j := Rejection{Buyer: o.p.n, Stock: r.shelf, At: a.Since()}
-	r.lost = append(r.lost, j)
-	a.emit(Event{Kind: EvRejected, Buyer: o.p.n, Stock: r.shelf})
-	r.announce(a, steps.LostSales, j.String())
-}
-
-func (r *referee) reentryFailed(a *Arena, n int, why string) {
-	e := Reentry{Buyer: n, Why: why, At: a.Since()}
-	r.reentry = append(r.reentry, e)
-	a.emit(Event{Kind: EvReentry, Buyer: n, Detail: why})
-	r.announce(a, steps.ReentryFailed, e.String())
-}
-
-// waiting notes that a lock command of call c found the lock held by owner (once an order).
-func (r *referee) waiting(a *Arena, c *call, owner int) {
-	if c.p.n == 0 || (c.o != nil && c.o.waited) {
-		return
-	}
-	if c.o != nil {
-		c.o.waited = true
-	}
-	a.emit(Event{Kind: EvWaiting, Buyer: c.p.n, Order: c.order(), Other: owner})
 }
 
 // blind records something the referee could not observe, once per sentence.
-func (r *referee) blind(k steps.Kind, what string) {
+func (r *Referee) blind(what string, kinds ...steps.Kind) {
 	for _, b := range r.blinds {
 		if b.What == what {
 			return
 		}
 	}
-	r.blinds = append(r.blinds, Blind{Kinds: []steps.Kind{k}, What: what})
+	r.blinds = append(r.blinds, Blind{Kinds: kinds, What: what})
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
-
-func (o Overlap) String() string {
-	d := o.To - o.From
-	span := ms(d)
-	if d < time.Millisecond {
-		span = "less than 1 ms"
+func (r *Referee) nodeName(i int) string {
+	if i < len(r.h.Nodes) {
+		return r.h.Nodes[i]
 	}
-	if o.A == o.B {
-		return fmt.Sprintf("two orders of buyer %d were both inside the critical section for %s", o.A, span)
+	return fmt.Sprintf("lock node %d", i+1)
+}
+
+// — orders —
+
+func (r *Referee) orderBegan(rec Record) {
+	o := &rorder{id: rec.Order, buyer: rec.Buyer, k: rec.K, rank: len(r.ranked), began: rec.At, firstRead: -1, starve: -1}
+	r.orders[o.id] = o
+	r.ranked = append(r.ranked, o)
+	p := r.proc(rec.Buyer)
+	p.current++
+	p.orders++
+	p.ended = -1
+	r.say(Event{At: rec.At, Kind: EvStart, Buyer: rec.Buyer, Order: rec.K})
+}
+
+func (r *Referee) orderEnded(rec Record) {
+	o := r.orders[rec.Order]
+	if o == nil || o.ended {
+		return
 	}
-	return fmt.Sprintf("buyer %d and buyer %d were both inside the critical section for %s", o.A, o.B, span)
-}
-
-func (f Foreign) String() string {
-	return fmt.Sprintf("buyer %d deleted the lock that buyer %d held", f.By, f.Owner)
-}
-
-func (j Rejection) String() string {
-	return fmt.Sprintf("buyer %d was turned away while %s on the shelf", j.Buyer, units(j.Stock))
-}
-
-func (e Reentry) String() string {
-	return fmt.Sprintf("buyer %d could not re-enter the lock it held: %s", e.Buyer, e.Why)
-}
-
-// units says "1 unit was" / "3 units were".
-func units(n int) string {
-	if n == 1 {
-		return "1 unit was"
+	o.ended = true
+	p := r.proc(o.buyer)
+	p.current--
+	if p.current <= 0 {
+		p.current, p.ended = 0, rec.At
 	}
-	return fmt.Sprintf("%d units were", n)
-}
-
-func oversoldSentence(confirmed, left int) string {
-	verb := "units left"
-	if left == 1 {
-		verb = "unit left"
+	if o.inside {
+		o.inside = false
+		r.say(Event{At: rec.At, Kind: EvExit, Buyer: o.buyer, Order: o.k})
 	}
-	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
+	if o.confirmed == 0 && !o.wrote && rec.Excuse == "" && r.shelf > 0 {
+		j := Rejection{Buyer: o.buyer, Stock: r.shelf, At: rec.At}
+		r.lost = append(r.lost, j)
+		r.say(Event{At: rec.At, Kind: EvRejected, Buyer: o.buyer, Order: o.k, Stock: r.shelf})
+		r.announce(rec.At, steps.LostSales, j.String(), j.Buyer)
+	}
+	r.say(Event{At: rec.At, Kind: EvDone, Buyer: o.buyer, Order: o.k, Sold: o.confirmed > 0, Err: rec.Err})
 }
 
-// released ends o's hold, if it had one: its last Unlock returned, or it ended or died holding.
-func (r *referee) released(a *Arena, o *order) {
-	o.holds = 0
+// waiting reports whether o was waiting at the moment: begun, no read yet, not ended.
+func (o *rorder) waiting() bool { return !o.ended && o.firstRead < 0 }
+
+// — the shop —
+
+func (r *Referee) stockOp(rec Record) {
+	o := r.orders[rec.Order]
+	if o == nil {
+		return // the end-of-run probe's shop sells nothing and records nothing
+	}
+	op := stockOp{seq: rec.Seq, at: rec.At, stock: rec.Stock}
+	if rec.Buyer > 0 {
+		r.commands++ // each shop operation is one command
+	}
+	r.say(Event{At: rec.At, Kind: EvCommand, Buyer: rec.Buyer, Cmd: stockCommand(rec.What)})
+	switch rec.What {
+	case StockRead:
+		r.read(o, op)
+	case StockSell:
+		r.read(o, stockOp{seq: rec.Seq, at: rec.At, stock: rec.Stock + 1})
+		r.write(o, op, false)
+	case StockSoldOut:
+		r.read(o, op)
+	case StockWrite:
+		r.write(o, op, false)
+	case StockWriteRefused:
+		r.say(Event{At: rec.At, Kind: EvFenced, Buyer: o.buyer, Order: o.k, Token: rec.Token, Write: true})
+		r.write(o, op, true)
+	case StockReadRefused:
+		r.say(Event{At: rec.At, Kind: EvFenced, Buyer: o.buyer, Order: o.k, Token: rec.Token})
+	}
 }
+
+func (r *Referee) read(o *rorder, op stockOp) {
+	first := o.firstRead < 0
+	o.reads = append(o.reads, op)
+	if first {
+		o.firstRead = op.at
+		// Every order still waiting that began before this one has been passed once more.
+		for _, w := range r.ranked[:o.rank] {
+			if !w.waiting() || w.buyer == o.buyer {
+				continue
+			}
+			w.passed++
+			switch {
+			case w.starve >= 0:
+				r.starved[w.starve].Passed = w.passed
+			case w.passed == steps.StarveLimit:
+				w.starve = len(r.starved)
+				s := Starve{Buyer: w.buyer, Passed: w.passed, At: op.at}
+				r.starved = append(r.starved, s)
+				r.announce(op.at, steps.Starved, s.String(), s.Buyer)
+			}
+		}
+	}
+	o.inside = true
+	r.say(Event{At: op.at, Kind: EvEnter, Buyer: o.buyer, Order: o.k, Stock: op.stock})
+}
+
+// write ends o's critical section at op: from its last read before op (none: a write computed
+// from nothing the shop said, which sells nothing it knows of).
+func (r *Referee) write(o *rorder, op stockOp, refused bool) {
+	o.wrote = true
+	var from *stockOp
+	for i := len(o.reads) - 1; i >= 0; i-- {
+		if o.reads[i].seq <= op.seq {
+			from = &o.reads[i]
+			break
+		}
+	}
+	if !refused {
+		o.confirmed++
+		r.confirmed++
+		if op.seq > r.shelfSeq {
+			r.shelf, r.shelfSeq = op.stock, op.seq
+		}
+		r.say(Event{At: op.at, Kind: EvWrite, Buyer: o.buyer, Order: o.k, Stock: op.stock})
+		if over := r.confirmed - (r.h.Stock - r.shelf); over > 0 {
+			r.announce(op.at, steps.Oversold, oversoldSentence(r.confirmed, r.h.Stock-r.shelf), o.buyer)
+		}
+	}
+	if o.inside {
+		o.inside = false
+		r.say(Event{At: op.at, Kind: EvExit, Buyer: o.buyer, Order: o.k})
+	}
+	if from == nil {
+		return
+	}
+	s := &span{o: o, read: *from, write: op, refused: refused}
+	for _, x := range r.spans {
+		r.decide(x, s)
+	}
+	r.spans = append(r.spans, s)
+}
+
+// decide records x and y as overlapping if each began before the other ended, in the
+// inventory's order.
+func (r *Referee) decide(x, y *span) {
+	if !(x.read.seq < y.write.seq && y.read.seq < x.write.seq) {
+		return
+	}
+	if y.read.seq < x.read.seq {
+		x, y = y, x
+	}
+	key := [2]int{x.o.id, y.o.id}
+	if r.pairs[key] {
+		return
+	}
+	r.pairs[key] = true
+	to := min(x.write.at, y.write.at)
+	ov := Overlap{A: x.o.buyer, B: y.o.buyer, From: y.read.at, To: max(to, y.read.at)}
+	r.overlaps = append(r.overlaps, ov)
+	at := max(x.write.at, y.write.at)
+	r.say(Event{At: at, Kind: EvOverlap, Buyer: ov.B, Other: ov.A, From: ov.From, To: ov.To, Sentence: ov.String()})
+	r.announce(at, steps.Overlap, ov.String(), ov.B, ov.A)
+}
+
+// — calls and holds —
+
+func (r *Referee) call(rec Record) {
+	lock := rec.What == callLock
+	if !rec.End {
+		r.calls[rec.Call] = &rcall{id: rec.Call, buyer: rec.Buyer, order: rec.Order, lock: lock, began: rec.At,
+			wrote: map[nodeKey]bool{}, created: map[nodeKey]bool{}, named: map[nodeKey]bool{}}
+		return
+	}
+	c := r.calls[rec.Call]
+	if c == nil {
+		return
+	}
+	delete(r.calls, rec.Call)
+	if !lock || rec.Buyer == 0 {
+		return
+	}
+	o := r.orders[c.order]
+	k := 0
+	if o != nil {
+		k = o.k
+	}
+	if !rec.OK || rec.Err != "" {
+		r.say(Event{At: rec.At, Kind: EvRefused, Buyer: c.buyer, Order: k})
+		return
+	}
+	// The hold: what this call wrote and still holds; or, holding nothing of its own, what was
+	// written for it during the call by another process, among the keys it named (a hand-over).
+	keys := map[nodeKey]bool{}
+	began := time.Duration(-1)
+	mark := func(nk nodeKey, st *rkey, created bool) {
+		keys[nk] = created
+		if began < 0 || st.writtenAt < began {
+			began = st.writtenAt
+		}
+	}
+	for nk := range c.wrote {
+		if st := r.node(nk.node)[nk.key]; st != nil && st.call == c.id {
+			mark(nk, st, c.created[nk])
+		}
+	}
+	handed := false
+	if len(keys) == 0 && len(r.HoldKeys(c.buyer)) == 0 {
+		for nk := range c.named {
+			if st := r.node(nk.node)[nk.key]; st != nil && st.writer != c.buyer && st.writer != 0 && st.writtenAt >= c.began {
+				mark(nk, st, true)
+				handed = true
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return // a nested acquire (the count lives in the process), or a Lock that says yes to nothing
+	}
+	h := &hold{id: len(r.holds) + 1, buyer: c.buyer, order: c.order, keys: map[nodeKey]bool{}, began: began}
+	if !func() bool {
+		for _, created := range keys {
+			if created {
+				return true
+			}
+		}
+		return false
+	}() {
+		for nk := range keys {
+			keys[nk] = true // it created nothing: what it holds is the lock (a takeover, say)
+		}
+	}
+	r.holds = append(r.holds, h)
+	nodes := map[int]time.Duration{} // node → the lease of the lock there (-1: none)
+	for nk, created := range keys {
+		st := r.node(nk.node)[nk.key]
+		if prev := st.hold; prev != nil && prev != h {
+			r.leave(prev, nk, rec.At, st.writer, false)
+		}
+		st.hold = h
+		h.keys[nk] = created
+		ttl := time.Duration(-1)
+		if st.deadline >= 0 {
+			ttl = st.deadline - rec.At
+		}
+		if old, ok := nodes[nk.node]; !ok || (old >= 0 && (ttl < 0 || ttl > old)) {
+			nodes[nk.node] = ttl
+		}
+	}
+	for i := range r.nodes {
+		if ttl, ok := nodes[i]; ok {
+			r.say(Event{At: rec.At, Kind: EvAcquired, Buyer: c.buyer, Order: k, Node: i, Handed: handed, TTL: ttl})
+		}
+	}
+	if r.freeAt >= 0 {
+		if r.freeWaited {
+			r.gaps = append(r.gaps, gap{from: r.freeAt, length: max(began-r.freeAt, 0)})
+		}
+		r.freeAt = -1
+	}
+}
+
+// leave takes key nk out of h, at at: gone (deleted, or about to expire), or taken by another
+// process's write. by is the process whose command did it (0: Redis, a failover, the lab). A hold
+// whose created key is gone ends: released by its holder, a foreign release by anyone else, with
+// nobody to blame when by is 0. A hold that another's writes left with no created key ends too,
+// with no blame (taken over), or released when its holder wrote it over (a hand-over).
+func (r *Referee) leave(h *hold, nk nodeKey, at time.Duration, by int, gone bool) {
+	created := h.keys[nk]
+	delete(h.keys, nk)
+	if h.ended || !(gone && created) && h.created() {
+		return
+	}
+	h.ended = true
+	for k := range h.keys {
+		if st := r.node(k.node)[k.key]; st != nil && st.hold == h {
+			st.hold = nil
+		}
+	}
+	switch {
+	case by == h.buyer:
+		r.say(Event{At: at, Kind: EvReleased, Buyer: by, Node: nk.node})
+	case by != 0 && gone:
+		f := Foreign{By: by, Owner: h.buyer, Node: nk.node, At: at}
+		r.foreign = append(r.foreign, f)
+		r.say(Event{At: at, Kind: EvForeign, Buyer: by, Other: h.buyer, Node: nk.node})
+		r.announce(at, steps.ForeignRelease, f.String(), f.By, f.Owner)
+	}
+	r.freed(at, at)
+}
+
+// freed notes that a hold ended at due (seen at at): if no other is active, the lock is free from
+// due.
+func (r *Referee) freed(at, due time.Duration) {
+	for _, h := range r.holds {
+		if !h.ended {
+			return
+		}
+	}
+	if r.freeAt >= 0 {
+		return
+	}
+	r.freeAt = due
+	r.freeWaited = false
+	for _, o := range r.ranked {
+		if o.waiting() {
+			r.freeWaited = true
+			break
+		}
+	}
+	if r.first < 0 {
+		r.first = due
+	}
+	r.last = due
+	r.say(Event{At: at, Kind: EvFree, Due: due})
+}
+
+// setKey applies one change of a key by process by (0: Redis or the lab) in call, at at.
+func (r *Referee) setKey(node int, kc KeyChange, at time.Duration, by, call int) *rkey {
+	keys := r.node(node)
+	if kc.Gone() {
+		delete(keys, kc.Key)
+		return nil
+	}
+	st := keys[kc.Key]
+	if st == nil {
+		st = &rkey{}
+		keys[kc.Key] = st
+	}
+	st.value = kc.After
+	st.deadline = -1
+	if kc.TTL >= 0 {
+		st.deadline = at + kc.TTL
+	}
+	if kc.Before != kc.After || by != 0 {
+		st.writer, st.call, st.writtenAt = by, call, at
+	}
+	return st
+}
+
+// command applies what one command, pipeline or transaction of a process did to a lock node.
+func (r *Referee) command(rec Record) {
+	if rec.Buyer > 0 {
+		r.commands += len(rec.Cmds)
+		if r.commands > steps.FloodLimit*(r.confirmed+1) {
+			r.announce(rec.At, steps.Flood, floodSentence(r.commands, r.confirmed))
+		}
+	}
+	if rec.Buyer > 0 {
+		r.say(Event{At: rec.At, Kind: EvCommand, Buyer: rec.Buyer, Node: rec.Node, Cmd: commandOf(rec.Cmds, rec.Node, r)})
+	}
+	blame := true
+	if rec.Ambiguous {
+		if rec.DeletesOnly {
+			blame = !rec.ReplyZero // DEL answered how many it deleted
+		} else {
+			blame = false
+			r.blind(fmt.Sprintf("buyer %d's %s ran as a key of %s ran out; the referee could not tell which of them removed it", rec.Buyer, commandOf(rec.Cmds, rec.Node, r).Label, r.nodeName(rec.Node)), steps.ForeignRelease)
+		}
+	}
+	c := r.calls[rec.Call]
+	changed := map[string]bool{}
+	for _, kc := range rec.Keys {
+		changed[kc.Key] = true
+		nk := nodeKey{rec.Node, kc.Key}
+		prev := r.node(rec.Node)[kc.Key]
+		var h *hold
+		if prev != nil {
+			h = prev.hold
+		}
+		soon := !kc.Gone() && kc.TTL >= 0 && kc.TTL <= r.window
+		by := rec.Buyer
+		if !blame {
+			by = 0
+		}
+		switch {
+		case h != nil && (kc.Gone() || soon):
+			if !blame {
+				r.say(Event{At: rec.At, Kind: EvExpired, Other: h.buyer, Node: rec.Node})
+			}
+			if rec.Buyer > 0 || !blame {
+				r.leave(h, nk, rec.At, by, true)
+			}
+		case h != nil && kc.Before != kc.After && h.buyer != rec.Buyer && rec.Buyer > 0:
+			prev.hold = nil
+			r.leave(h, nk, rec.At, rec.Buyer, false)
+		}
+		st := r.setKey(rec.Node, kc, rec.At, rec.Buyer, rec.Call)
+		if st != nil && h != nil && !h.ended && h.keys[nk] {
+			st.hold = h
+		}
+		if c != nil && c.lock && st != nil {
+			c.wrote[nk] = true
+			if kc.Before == "" {
+				c.created[nk] = true
+			}
+		}
+	}
+	if c != nil {
+		for _, cmd := range rec.Cmds {
+			for _, a := range cmd.Args {
+				if _, ok := r.node(rec.Node)[a]; ok {
+					c.named[nodeKey{rec.Node, a}] = true
+				}
+			}
+		}
+	}
+	// A command of a Lock call that named a key another process holds, and left it as it was:
+	// the order found the lock taken.
+	if c != nil && c.lock && rec.Buyer > 0 {
+		o := r.orders[c.order]
+		if o != nil && !o.waited {
+			for _, cmd := range rec.Cmds {
+				for _, a := range cmd.Args {
+					st := r.node(rec.Node)[a]
+					if st == nil || changed[a] {
+						continue
+					}
+					owner := st.writer
+					if st.hold != nil {
+						owner = st.hold.buyer
+					}
+					if owner == 0 || (owner == rec.Buyer && (st.hold == nil || st.hold.order == c.order)) {
+						continue
+					}
+					o.waited = true
+					r.say(Event{At: rec.At, Kind: EvWaiting, Buyer: rec.Buyer, Order: o.k, Other: owner, Node: rec.Node})
+					return
+				}
+			}
+		}
+	}
+}
+
+// lapse applies keys that ran out (or lost an expired field) on their own.
+func (r *Referee) lapse(rec Record) {
+	for _, kc := range rec.Keys {
+		st := r.node(rec.Node)[kc.Key]
+		if st != nil && st.hold != nil && kc.Gone() {
+			owner := st.hold.buyer
+			r.say(Event{At: rec.At, Kind: EvExpired, Other: owner, Node: rec.Node})
+			r.lapsed(st.hold, nodeKey{rec.Node, kc.Key}, rec.At, rec.Due)
+		} else if kc.Gone() {
+			r.say(Event{At: rec.At, Kind: EvExpired, Node: rec.Node})
+		}
+		if !kc.Gone() || st != nil {
+			r.setKey(rec.Node, kc, rec.Due, 0, 0)
+		}
+	}
+}
+
+// lapsed takes key nk out of h, seen gone at at, run out at due.
+func (r *Referee) lapsed(h *hold, nk nodeKey, at, due time.Duration) {
+	created := h.keys[nk]
+	delete(h.keys, nk)
+	if h.ended || !created && h.created() {
+		return
+	}
+	h.ended = true
+	for k := range h.keys {
+		if st := r.node(k.node)[k.key]; st != nil && st.hold == h {
+			st.hold = nil
+		}
+	}
+	r.freed(at, due)
+}
+
+// nodeChange applies a failover or a restart: the node lost Keys.
+func (r *Referee) nodeChange(rec Record) {
+	kind := EvFailover
+	if rec.What == nodeRestart {
+		kind = EvRestart
+	}
+	r.say(Event{At: rec.At, Kind: kind, Node: rec.Node, OK: rec.OK, Err: rec.Err})
+	if !rec.OK {
+		return
+	}
+	if rec.What == nodeFailover {
+		r.failedOver = true
+	}
+	for _, kc := range rec.Keys {
+		st := r.node(rec.Node)[kc.Key]
+		if st != nil && st.hold != nil && kc.Gone() {
+			r.say(Event{At: rec.At, Kind: EvLost, Other: st.hold.buyer, Node: rec.Node})
+			r.leave(st.hold, nodeKey{rec.Node, kc.Key}, rec.At, 0, true)
+		}
+		r.setKey(rec.Node, kc, rec.At, 0, 0)
+	}
+}
+
+func (r *Referee) process(rec Record) {
+	var kind EventKind
+	switch rec.What {
+	case processCrashed:
+		kind = EvCrashed
+		p := r.proc(rec.Buyer)
+		p.dead = true
+		if p.ended < 0 {
+			p.ended = rec.At
+		}
+	case processFrozen:
+		kind = EvFrozen
+	case processThawed:
+		kind = EvThawed
+	case processPartitioned:
+		kind = EvPartitioned
+	case processHealed:
+		kind = EvHealed
+	default:
+		return
+	}
+	r.say(Event{At: rec.At, Kind: kind, Buyer: rec.Buyer, D: rec.D})
+}
+
+// — stuck —
+
+// activeHold is the first hold still active, or nil.
+func (r *Referee) activeHold() *hold {
+	for _, h := range r.holds {
+		if !h.ended {
+			return h
+		}
+	}
+	return nil
+}
+
+func (r *Referee) stuckProbe(rec Record) {
+	if rec.OK {
+		r.stuck = stuckState{probed: true}
+		return
+	}
+	if rec.Err != "" { // the probe could not run to the end
+		r.stuck = stuckState{detail: rec.Err}
+		return
+	}
+	owner, who := 0, "a lock nobody is using any more"
+	if h := r.activeHold(); h != nil {
+		owner = h.buyer
+		who = fmt.Sprintf("the lock of buyer %d, whose order has ended,", owner)
+	}
+	r.stuck = stuckState{probed: true, stuck: true, owner: owner, detail: fmt.Sprintf(
+		"a new buyer could not get in for %s: %s keeps out everyone while %s on the shelf", ms(rec.D), who, units(r.shelf))}
+}
+
+// liveStuck judges stuck as a live session runs: a hold whose owner has no order under way (or
+// died) a TTL ago or more, with a key that never expires, while units remain. A key with a lease
+// frees itself: it is not stuck, however long the lab shows it held.
+func (r *Referee) liveStuck(now time.Duration) {
+	if r.shelf <= 0 {
+		return
+	}
+	for _, h := range r.holds {
+		if h.ended {
+			continue
+		}
+		p := r.proc(h.buyer)
+		if p.current > 0 || p.ended < 0 || now-p.ended < r.h.Timing.TTL {
+			continue
+		}
+		forever := false
+		for nk := range h.keys {
+			if st := r.node(nk.node)[nk.key]; st != nil && st.deadline < 0 {
+				forever = true
+			}
+		}
+		if !forever {
+			continue
+		}
+		how := "whose order has ended"
+		if p.dead {
+			how = "whose process has died"
+		}
+		r.liveStuckSaid = fmt.Sprintf("the lock is still held by buyer %d, %s, and it never expires, while %s on the shelf: nobody can buy them", h.buyer, how, units(r.shelf))
+		r.announce(now, steps.Stuck, r.liveStuckSaid, h.buyer)
+		return
+	}
+}
+
+// — what the lab asks while a run goes on —
+
+// Inside is the buyer whose order is inside its critical section (the first in, if several
+// are), or else the buyer of the first active hold; 0 if none.
+func (r *Referee) Inside() int {
+	var first *rorder
+	for _, o := range r.ranked {
+		if o.inside && (first == nil || o.reads[len(o.reads)-1].seq < first.reads[len(first.reads)-1].seq) {
+			first = o
+		}
+	}
+	if first != nil {
+		return first.buyer
+	}
+	if h := r.activeHold(); h != nil {
+		return h.buyer
+	}
+	return 0
+}
+
+// Shelf is the stock as last written.
+func (r *Referee) Shelf() int { return r.shelf }
+
+// HoldKeys is the keys (on node node) of buyer's active hold: what its Lock wrote and still holds.
+func (r *Referee) HoldKeys(buyer int) map[int][]string {
+	out := map[int][]string{}
+	for _, h := range r.holds {
+		if h.ended || h.buyer != buyer {
+			continue
+		}
+		for nk := range h.keys {
+			out[nk.node] = append(out[nk.node], nk.key)
+		}
+	}
+	for _, ks := range out {
+		slices.Sort(ks)
+	}
+	return out
+}
+
+// Owner is the buyer whose active hold has key on node, or 0.
+func (r *Referee) Owner(node int, key string) int {
+	if st := r.node(node)[key]; st != nil && st.hold != nil && !st.hold.ended {
+		return st.hold.buyer
+	}
+	return 0
+}
+
+// FailedOver reports whether a lock node has failed over.
+func (r *Referee) FailedOver() bool { return r.failedOver }

@@ -44,77 +44,84 @@ type Report struct {
 	// Notes says what of the scenario did not happen as staged, and why that is no gap in the
 	// verdict (a failover with no lock write to lose).
 	Notes []string `json:"notes,omitempty"`
+	// History is the run as data: Judge(History) gives this report again.
+	History *History `json:"history,omitempty"`
+	// Others are the histories of the scenario's other plays (unlock-race tries each gap of the
+	// holder's unlock in a play of its own): the cell's verdict is every play's, together.
+	Others []*History `json:"others,omitempty"`
 }
 
-// Finding explains one violation in plain words.
+// Finding explains one violation in plain words, and names the buyers the sentence is about.
 type Finding struct {
 	Kind     steps.Kind `json:"kind"`
 	Sentence string     `json:"sentence"`
+	Buyers   []int      `json:"buyers,omitempty"`
 }
 
-// stuckState is what the end-of-run probe found: whether a new buyer was kept out of a lock
-// while units remained, and whose lock it was.
-type stuckState struct {
-	probed bool
-	stuck  bool
-	owner  int
-	detail string
-}
-
-func (r *referee) report(a *Arena, sc steps.Scenario, final int, st stuckState, timedOut string) *Report {
+// Report judges the run so far for its scenario's kinds (every kind for a live session).
+func (r *Referee) Report() *Report {
+	sc := r.h.Scenario
+	buyers := 0
+	for n := range r.procs {
+		buyers = max(buyers, n)
+	}
+	final := r.shelf
+	if r.final != nil && *r.final >= 0 {
+		final = *r.final
+	}
 	rep := &Report{
-		Step: a.step.Slug, Scenario: string(sc), Backend: a.env.Backend(), Buyers: len(a.procs),
-		InitialStock: r.initial, FinalStock: final, Confirmed: r.confirmed,
-		Overlaps: r.overlaps, ForeignReleases: r.foreign, LostSales: r.lost, ReentryFailures: r.reentry,
-		FailedOver: r.failedOver, Commands: r.commands, TimedOut: timedOut,
-		Starvations: r.waits.starved, IdleShare: r.waits.idleShare(),
-		Untracked: slices.Clone(r.blinds),
+		Step: r.h.Step, Scenario: string(sc), Backend: r.h.Backend, Buyers: buyers,
+		InitialStock: r.h.Stock, FinalStock: final, Confirmed: r.confirmed,
+		Overlaps: slices.Clone(r.overlaps), ForeignReleases: slices.Clone(r.foreign), LostSales: slices.Clone(r.lost),
+		ReentryFailures: slices.Clone(r.reentry), FailedOver: r.failedOver, Commands: r.commands, TimedOut: r.timedOut,
+		Starvations: slices.Clone(r.starved), IdleShare: r.idleShare(), Untracked: slices.Clone(r.blinds),
+		Notes: slices.Clone(r.notes), History: r.History(),
 	}
-	if final < 0 {
-		final = r.shelf
-		rep.FinalStock = final
+	if r.nowhere != "" {
+		rep.TimedOut = r.nowhere
 	}
-	// An order still inside when the run ended never left: it overlaps every order that got in
-	// after it.
-	for _, x := range r.orders {
-		if x.entered() && x.endSeq == 0 {
-			for _, y := range r.orders {
-				if y != x && y.entered() {
-					r.decide(a, x, y, true)
-				}
-			}
-		}
-	}
-	rep.Overlaps = r.overlaps
-	rep.Oversold = max(0, r.confirmed-(r.initial-final))
+	rep.Oversold = max(0, r.confirmed-(r.h.Stock-final))
 	rep.CommandsPerOrder = float64(r.commands) / float64(max(r.confirmed, 1))
+	st := r.stuck
 	rep.Stuck, rep.StuckOwner = st.stuck, st.owner
 	found := map[steps.Kind]string{}
+	who := map[steps.Kind][]int{}
 	if len(r.overlaps) > 0 {
 		found[steps.Overlap] = r.overlaps[0].String()
+		who[steps.Overlap] = []int{r.overlaps[0].A, r.overlaps[0].B}
+		who[steps.Oversold] = who[steps.Overlap]
 	}
 	if rep.Oversold > 0 {
-		found[steps.Oversold] = oversoldSentence(r.confirmed, r.initial-final)
+		found[steps.Oversold] = oversoldSentence(r.confirmed, r.h.Stock-final)
 	}
 	if len(r.foreign) > 0 {
 		found[steps.ForeignRelease] = r.foreign[0].String()
+		who[steps.ForeignRelease] = []int{r.foreign[0].By, r.foreign[0].Owner}
 	}
 	if st.stuck {
 		found[steps.Stuck] = st.detail
+		if st.owner != 0 {
+			who[steps.Stuck] = []int{st.owner}
+		}
+	} else if r.liveStuckSaid != "" && sc == "" {
+		found[steps.Stuck] = r.liveStuckSaid
 	}
 	if len(r.lost) > 0 {
 		found[steps.LostSales] = fmt.Sprintf("%d orders were turned away while units remained; first: %s", len(r.lost), r.lost[0])
+		who[steps.LostSales] = []int{r.lost[0].Buyer}
 	}
 	if len(r.reentry) > 0 {
 		found[steps.ReentryFailed] = r.reentry[0].String()
+		who[steps.ReentryFailed] = []int{r.reentry[0].Buyer}
 	}
 	if rep.CommandsPerOrder > steps.FloodLimit {
 		found[steps.Flood] = floodSentence(r.commands, r.confirmed)
 	}
-	if len(r.waits.starved) > 0 {
-		found[steps.Starved] = r.waits.starved[0].String()
+	if len(r.starved) > 0 {
+		found[steps.Starved] = r.starved[0].String()
+		who[steps.Starved] = []int{r.starved[0].Buyer}
 	}
-	rep.IdleReleases, rep.WaitedReleases = r.waits.idleGaps()
+	rep.IdleReleases, rep.WaitedReleases = r.idleGaps()
 	if rep.IdleShare > steps.IdleLimit {
 		found[steps.Idle] = idleSentence(rep.IdleShare, rep.IdleReleases, rep.WaitedReleases)
 	}
@@ -133,13 +140,17 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, st stuckState, 
 			blind[k] = true
 		}
 	}
-	if !st.probed && final > 0 {
+	if judged[steps.Stuck] && !st.probed && final > 0 && sc != "" {
+		why := st.detail
+		if why == "" {
+			why = "the run did not finish"
+		}
 		blind[steps.Stuck] = true
-		rep.Untracked = append(rep.Untracked, Blind{Kinds: []steps.Kind{steps.Stuck}, What: "the referee could not probe the lock at the end: " + st.detail})
+		rep.Untracked = append(rep.Untracked, Blind{Kinds: []steps.Kind{steps.Stuck}, What: "the referee could not probe the lock at the end: " + why})
 	}
 	rep.Found, rep.Violations, rep.Unjudged = []steps.Kind{}, []steps.Kind{}, []steps.Kind{}
 	for _, k := range steps.Kinds {
-		if judged[k] && (blind[k] || timedOut != "") {
+		if judged[k] && (blind[k] || rep.TimedOut != "") {
 			rep.Unjudged = append(rep.Unjudged, k)
 		}
 		s, ok := found[k]
@@ -149,11 +160,13 @@ func (r *referee) report(a *Arena, sc steps.Scenario, final int, st stuckState, 
 		rep.Found = append(rep.Found, k)
 		if judged[k] {
 			rep.Violations = append(rep.Violations, k)
-			rep.Explain = append(rep.Explain, Finding{Kind: k, Sentence: s})
+			rep.Explain = append(rep.Explain, Finding{Kind: k, Sentence: s, Buyers: who[k]})
 		}
 	}
-	if rep.Overlaps == nil {
-		rep.Overlaps = []Overlap{}
+	for _, p := range []*[]Overlap{&rep.Overlaps} {
+		if *p == nil {
+			*p = []Overlap{}
+		}
 	}
 	if rep.ForeignReleases == nil {
 		rep.ForeignReleases = []Foreign{}

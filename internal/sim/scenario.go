@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,8 +46,9 @@ type plan struct {
 	workX    int  // the normal work is Timing.Work × workX
 	ttlX     int  // the lease is Timing.TTL × ttlX
 	together bool // every buyer starts at once
-	failover bool // arm a failover before the first buyer starts
-	restart  bool // restart lock node 1 once the first buyer is inside
+	failover bool // lock node 1 fails over right after the first buyer's Lock returns holding a lock written on it
+	restart  bool // lock node 1 restarts right after that same moment (or, taking no lock, as it works)
+	race     int  // unlock-race: freeze the first buyer before the race-th command of its Unlock that touches its lock
 	buyers   []buyerPlan
 	deadline time.Duration // the longest one run of the plan may take
 }
@@ -76,12 +78,12 @@ func planFor(sc steps.Scenario, t Timing) plan {
 		first.witness, first.witnessCap = 2, 6*T
 		p.buyers = []buyerPlan{first, held(12 * T / 5)}
 	case steps.UnlockRace:
-		// The holder writes at W and freezes just before the command that deletes its lock. The
-		// second buyer comes 0.3 TTL after the holder's lease ended; the holder thaws once the
-		// second has got in or found the lock taken, and the second stays inside until the
-		// holder is done.
-		first := one(FaultUnlockRace)
-		first.witness, first.witnessCap = 2, 4*T
+		// The holder writes at W and freezes inside its Unlock, before one of the commands that
+		// touch what its Lock wrote (Run plays each gap in a play of its own). The second buyer
+		// comes 0.3 TTL after the holder's lease ended; the holder thaws once the second has got
+		// in or found the lock taken, and the second stays inside until the holder is done.
+		first := buyerPlan{witness: 2, witnessCap: 4 * T}
+		p.race = 1
 		p.buyers = []buyerPlan{first, held(W + 13*T/10)}
 	case steps.Reentrant:
 		// The lease is 4 × TTL: the holder's work, nested call and wait for the second buyer
@@ -159,6 +161,9 @@ func planFor(sc steps.Scenario, t Timing) plan {
 }
 
 // Run plays scenario sc against cfg.Step on a fresh arena and returns the referee's report.
+// unlock-race is played once for each gap of the holder's Unlock (before each of its commands
+// that touch what its Lock wrote): the report's verdict is every play's together, its History the
+// first play that found a violation (else the first), its Others the rest.
 func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	if _, ok := steps.Judges[sc]; !ok {
 		return nil, errors.New("sim: unknown scenario " + string(sc))
@@ -167,11 +172,126 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 		cfg.Timing = DefaultTiming()
 	}
 	pl := planFor(sc, cfg.Timing)
+	if pl.race == 0 {
+		rep, _, err := play(ctx, cfg, sc, pl)
+		return rep, err
+	}
+	var reps []*Report
+	var cmds []string
+	n := 1 // the gaps to try: the most commands an Unlock carried out that touched its lock
+	for gap := 1; gap <= n; gap++ {
+		pl.race = gap
+		rep, r, err := play(ctx, cfg, sc, pl)
+		if err != nil {
+			return nil, err
+		}
+		n = max(n, r.touched)
+		if gap > 1 && r.struck == "" {
+			continue // this play's release went another way: there was no such gap in it
+		}
+		reps = append(reps, rep)
+		if r.struck != "" {
+			cmds = append(cmds, r.struck)
+		}
+		if r.struck == "" || rep.TimedOut != "" {
+			break
+		}
+	}
+	rep := Merge(reps)
+	switch {
+	case len(cmds) == 1:
+		rep.Notes = append(rep.Notes, fmt.Sprintf("buyer 1's release was one command (%s): the freeze could only come before it", cmds[0]))
+	case len(cmds) > 1:
+		var where []string
+		for i, c := range cmds {
+			where = append(where, fmt.Sprintf("the %s (%s)", ordinal(i+1), c))
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("buyer 1's Unlock touched its lock in %d commands: it was frozen before each in a play of its own, before %s", len(cmds), joinAnd(where)))
+	}
+	return rep, nil
+}
+
+// Merge is the verdict of several plays of one cell: every violation any of them found (with the
+// first sentence for each kind), every kind any of them could not judge. Its History is the first
+// play that found a violation, else the first; Others are the rest.
+func Merge(reps []*Report) *Report {
+	if len(reps) == 1 {
+		return reps[0]
+	}
+	main := reps[0]
+	for _, r := range reps {
+		if len(r.Violations) > 0 {
+			main = r
+			break
+		}
+	}
+	out := *main
+	out.Others = nil
+	viol, unj := map[steps.Kind]bool{}, map[steps.Kind]bool{}
+	why := map[steps.Kind]Finding{}
+	for _, r := range reps {
+		if r != main {
+			out.Others = append(out.Others, r.History)
+			out.Untracked = append(out.Untracked, r.Untracked...)
+			out.ForeignReleases = append(out.ForeignReleases, r.ForeignReleases...)
+			out.Overlaps = append(out.Overlaps, r.Overlaps...)
+			out.Oversold = max(out.Oversold, r.Oversold)
+			if out.TimedOut == "" {
+				out.TimedOut = r.TimedOut
+			}
+		}
+		for _, k := range r.Violations {
+			viol[k] = true
+		}
+		for _, k := range r.Unjudged {
+			unj[k] = true
+		}
+		for _, f := range r.Explain {
+			if _, ok := why[f.Kind]; !ok {
+				why[f.Kind] = f
+			}
+		}
+	}
+	out.Violations, out.Unjudged, out.Explain = []steps.Kind{}, []steps.Kind{}, nil
+	for _, k := range steps.Kinds {
+		if viol[k] {
+			out.Violations = append(out.Violations, k)
+			out.Explain = append(out.Explain, why[k])
+			if !slices.Contains(out.Found, k) {
+				out.Found = append(out.Found, k)
+			}
+		}
+		if unj[k] {
+			out.Unjudged = append(out.Unjudged, k)
+		}
+	}
+	return &out
+}
+
+// JudgeCell judges a saved cell: its history and the other plays' (Report.Others), merged as Run
+// merges them.
+func JudgeCell(h *History, others []*History) *Report {
+	reps := []*Report{Judge(h)}
+	for _, o := range others {
+		reps = append(reps, Judge(o))
+	}
+	rep := Merge(reps)
+	return rep
+}
+
+// run is one play of a plan: what its staging learned.
+type run struct {
+	struck  string // unlock-race: the command the holder was frozen before
+	touched int    // unlock-race: the commands of the holder's Unlock that touched its lock
+}
+
+// play plays plan pl of scenario sc once on a fresh arena.
+func play(ctx context.Context, cfg Config, sc steps.Scenario, pl plan) (*Report, *run, error) {
 	if pl.failover && !cfg.Env.Nodes()[0].CanFailover() {
-		return nil, fmt.Errorf("%w: failover needs a lock replica to promote, and the %s backend has a single node", ErrCannotStage, cfg.Env.Backend())
+		return nil, nil, fmt.Errorf("%w: failover needs a lock replica to promote, and the %s backend has a single node", ErrCannotStage, cfg.Env.Backend())
 	}
 	if pl.restart && !cfg.Env.Nodes()[0].CanRestart() {
-		return nil, fmt.Errorf("%w: restart needs a lock node the lab owns, and the %s backend is a server it does not", ErrCannotStage, cfg.Env.Backend())
+		return nil, nil, fmt.Errorf("%w: restart needs a lock node the lab owns, and the %s backend is a server it does not", ErrCannotStage, cfg.Env.Backend())
 	}
 	cfg.Stock = pl.stock
 	cfg.Timing.Work *= time.Duration(pl.workX)
@@ -197,19 +317,17 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	}
 	a, err := NewArena(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer a.Close()
+	a.mu.Lock()
+	a.ref.h.Scenario = sc
+	a.mu.Unlock()
 	if cfg.OnArena != nil {
 		cfg.OnArena(a)
 	}
 	rctx, cancel := context.WithTimeout(ctx, pl.deadline)
 	defer cancel()
-	if pl.failover {
-		if err := a.armFailover(0); err != nil {
-			return nil, err
-		}
-	}
 	procs := make([]*process, len(pl.buyers))
 	for i, b := range pl.buyers {
 		procs[i] = a.addBuyer()
@@ -230,37 +348,73 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 			}()
 		}
 	}
+	holder := procs[0]
 	var staged sync.WaitGroup // the scenario's own goroutines that act on the arena
+	if pl.failover {
+		if err := a.armFailover(0, holder.n); err != nil {
+			return nil, nil, err
+		}
+	}
 	if pl.restart {
-		// The restart strikes once the holder is under way: inside, or (an order that takes no
-		// lock, 17) at work.
-		holder := procs[0]
-		entered, wrote, done := sig.anchor(), sig.get(1, EvWrite), sig.get(1, EvDone)
+		// The restart strikes once the holder's Lock has returned holding a lock written on
+		// the node (or, for an order that takes no lock, as it works). From then until the
+		// second buyer has met the lock (or the holder has written, or is done), the holder's
+		// lock commands are held back (a network that is slow while the node comes back), so a
+		// lease guard's renewal cannot land on the empty node first.
+		settled, wrote, done := sig.get(2, settled), sig.get(1, EvWrite), sig.get(1, EvDone)
+		once := sync.Once{}
+		restart := func(*process) {
+			once.Do(func() {
+				unblock := make([]func(), len(holder.lock))
+				for i := range holder.lock {
+					unblock[i] = holder.block(i)
+				}
+				a.Restart(0)
+				sig.fire(0, restarted)
+				staged.Add(1)
+				go func() {
+					defer staged.Done()
+					defer func() {
+						for _, u := range unblock {
+							u()
+						}
+					}()
+					select {
+					case <-settled:
+					case <-wrote:
+					case <-done:
+					case <-rctx.Done():
+					}
+				}()
+			})
+		}
+		a.mu.Lock()
+		a.stage.restart = &armed{node: 0, buyer: holder.n, strike: restart}
+		x := a.stage.restart
+		a.mu.Unlock()
+		under := sig.anchor() // buyer 1 is inside, or works, or is done
 		staged.Add(1)
 		go func() {
 			defer staged.Done()
 			select {
-			case <-entered:
+			case <-under:
 			case <-rctx.Done():
 				return
 			}
-			unblock := make([]func(), len(holder.lock))
-			for i := range holder.lock {
-				unblock[i] = holder.block(i)
-			}
-			defer func() {
-				for _, u := range unblock {
-					u()
-				}
-			}()
-			a.Restart(0)
-			sig.fire(0, restarted)
-			select {
-			case <-wrote:
-			case <-done:
-			case <-rctx.Done():
+			if a.lockCalls(holder) == 0 {
+				a.mu.Lock()
+				x.struck = true
+				a.mu.Unlock()
+				a.note("buyer 1's order takes no lock: the restart struck as it worked")
+				restart(holder)
 			}
 		}()
+	}
+	r := &run{}
+	if pl.race > 0 {
+		holder.mu.Lock()
+		holder.race = &unlockRace{gap: pl.race, freeze: 3 * a.t.TTL}
+		holder.mu.Unlock()
 	}
 	var wg sync.WaitGroup
 	var running sync.Map         // buyer → still ordering
@@ -328,7 +482,9 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 				if !b.repeat || p.isDead() || rctx.Err() != nil || a.shelf() <= 0 {
 					return
 				}
-				if !b.greedy && errors.Is(err, steps.ErrBusy) && p.sleep(rctx, a.t.Work) != nil {
+				// Any unsuccessful order is tried again after a pause (a refusal, whatever
+				// error value the step chose for it); the greedy buyer never pauses.
+				if !b.greedy && err != nil && p.sleep(rctx, a.t.Work) != nil {
 					return
 				}
 			}
@@ -367,15 +523,44 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	}
 	cancel() // the staging ends with the run, before the report and before Close
 	staged.Wait()
-	a.mu.Lock()
-	a.timedOut = timedOut
-	struck := a.ref.failedOver
-	a.mu.Unlock()
-	rep := a.Report(context.WithoutCancel(ctx), sc)
-	if pl.failover && !struck {
-		rep.Notes = append(rep.Notes, "the failover never struck: no buyer wrote a lock for it to lose")
+	if timedOut != "" {
+		a.recordNow(Record{Kind: RecTimeout, What: timedOut})
+	} else {
+		// Did the scenario's fault strike? If not, say why: no verdict, or (no lock at all)
+		// nothing for it to act on.
+		if b := pl.buyers[0]; b.fault != FaultNone {
+			a.faultFinish(holder, b.fault)
+		}
+		if pl.failover {
+			a.nodeFaultFinish(a.stage.failover, holder, "failover")
+		}
+		if pl.restart {
+			a.nodeFaultFinish(a.stage.restart, holder, "restart")
+		}
+		if pl.race == 1 {
+			a.raceFinish(holder) // a later play's gap may not be there: the release went otherwise
+		}
 	}
-	return rep, nil
+	if pl.race > 0 {
+		r.struck = a.frozeBefore(holder)
+		a.mu.Lock()
+		r.touched = a.unlockTouched
+		a.mu.Unlock()
+	}
+	rep := a.Report(context.WithoutCancel(ctx), sc)
+	return rep, r, nil
+}
+
+// frozeBefore is the label of the command the unlock-race froze p before, "" if it did not.
+func (a *Arena) frozeBefore(p *process) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, rec := range a.ref.h.Records {
+		if rec.Kind == RecFault && rec.What == string(FaultUnlockRace) && rec.Buyer == p.n {
+			return commandOf(rec.Cmds, rec.Node, a.ref).Label
+		}
+	}
+	return ""
 }
 
 // ErrCannotStage is Run's answer for a scenario the backend cannot play: a failover with no
@@ -398,7 +583,7 @@ func waitFor(c <-chan struct{}, d time.Duration) bool {
 func (a *Arena) shelf() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.ref.shelf
+	return a.ref.Shelf()
 }
 
 // signals turns events into channels a scripted scenario can wait on.

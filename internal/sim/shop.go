@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/steps"
@@ -33,7 +32,6 @@ func (s *shop) LockKey() string { return s.p.a.lockKey }
 
 func (s *shop) Stock(ctx context.Context) (int, error) {
 	a := s.p.a
-	a.countN(s.p, 1, "GET stock")
 	var seq *redis.IntCmd
 	var get *redis.StringCmd
 	_, err := s.p.inv.TxPipelined(ctx, func(tx redis.Pipeliner) error {
@@ -51,7 +49,7 @@ func (s *shop) Stock(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	a.stockRead(s.o, seq.Val(), n)
+	a.stockOp(s.o, StockRead, seq.Val(), n, 0)
 	return n, nil
 }
 
@@ -60,7 +58,6 @@ func (s *shop) Stock(ctx context.Context) (int, error) {
 func (s *shop) SetStock(ctx context.Context, n int) error {
 	a := s.p.a
 	ctx = s.writing(ctx)
-	a.countN(s.p, 1, "SET stock")
 	var seq *redis.IntCmd
 	_, err := s.p.inv.TxPipelined(ctx, func(tx redis.Pipeliner) error {
 		seq = tx.Incr(ctx, a.seqKey)
@@ -70,7 +67,7 @@ func (s *shop) SetStock(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	a.stockWritten(s.o, seq.Val(), n)
+	a.stockOp(s.o, StockWrite, seq.Val(), n, 0)
 	return nil
 }
 
@@ -78,7 +75,7 @@ func (s *shop) SetStock(ctx context.Context, n int) error {
 func (s *shop) writing(ctx context.Context) context.Context {
 	p := s.p
 	if p.take(FaultPause) == FaultPause {
-		p.a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "pause: the process stops the world just before its stock write leaves"})
+		p.a.recordNow(Record{Kind: RecFault, What: string(FaultPause), Buyer: p.n})
 		p.freeze(3 * p.a.t.TTL)
 	}
 	return context.WithoutCancel(ctx)
@@ -86,32 +83,30 @@ func (s *shop) writing(ctx context.Context) context.Context {
 
 func (s *shop) StockFenced(ctx context.Context, token int64) (int, error) {
 	a := s.p.a
-	a.countN(s.p, 1, "GET stock (fenced)")
 	seq, ok, n, err := s.fenced(ctx, token, nil)
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
-		a.fencedOff(s.o, seq, token, false)
+		a.stockOp(s.o, StockReadRefused, seq, 0, token)
 		return 0, steps.ErrFenced
 	}
-	a.stockRead(s.o, seq, n)
+	a.stockOp(s.o, StockRead, seq, n, token)
 	return n, nil
 }
 
 func (s *shop) SetStockFenced(ctx context.Context, n int, token int64) error {
 	a := s.p.a
 	ctx = s.writing(ctx)
-	a.countN(s.p, 1, "SET stock (fenced)")
 	seq, ok, _, err := s.fenced(ctx, token, &n)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		a.fencedOff(s.o, seq, token, true)
+		a.stockOp(s.o, StockWriteRefused, seq, n, token)
 		return steps.ErrFenced
 	}
-	a.stockWritten(s.o, seq, n)
+	a.stockOp(s.o, StockWrite, seq, n, token)
 	return nil
 }
 
@@ -132,12 +127,15 @@ func (s *shop) fenced(ctx context.Context, token int64, write *int) (seq int64, 
 func (s *shop) Sell(ctx context.Context) error {
 	a := s.p.a
 	ctx = s.writing(ctx)
-	a.countN(s.p, 1, "EVALSHA sell stock")
 	r, err := sellScript.Run(ctx, s.p.inv, []string{a.stockKey, a.seqKey}).Int64Slice()
 	if err != nil {
 		return err
 	}
-	a.sold(s.o, r[0], int(r[2]), r[1] == 1)
+	if r[1] == 1 {
+		a.stockOp(s.o, StockSell, r[0], int(r[2]), 0)
+	} else {
+		a.stockOp(s.o, StockSoldOut, r[0], int(r[2]), 0)
+	}
 	if r[1] == 0 {
 		return steps.ErrSoldOut
 	}
@@ -148,7 +146,7 @@ func (s *shop) Sell(ctx context.Context) error {
 // fault armed on the process (or injected while it works) says otherwise.
 func (s *shop) Work(ctx context.Context) error {
 	p, a := s.p, s.p.a
-	a.emit(Event{Kind: EvWork, Buyer: p.n, Order: s.o.k})
+	a.recordNow(Record{Kind: RecOrder, What: orderWork, Buyer: p.n, Order: s.o.id})
 	start := time.Now()
 	end := start.Add(a.t.Work)
 	var slowed <-chan struct{} // closes when a staged slow fault's witness has acted
@@ -156,26 +154,26 @@ func (s *shop) Work(ctx context.Context) error {
 	for {
 		switch f := p.take(FaultError, FaultCrash, FaultSlow, FaultReentrant, FaultPartition); f {
 		case FaultError:
-			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "error: the work returns an error"})
+			a.recordNow(Record{Kind: RecFault, What: string(FaultError), Buyer: p.n})
 			a.faulted(s.o)
 			return ErrWork
 		case FaultCrash:
-			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "crash: the process dies inside the critical section"})
+			a.recordNow(Record{Kind: RecFault, What: string(FaultCrash), Buyer: p.n})
 			p.crash()
 			return ErrCrashed
 		case FaultSlow:
-			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "slow: the work takes 3 × TTL"})
+			a.recordNow(Record{Kind: RecFault, What: string(FaultSlow), Buyer: p.n})
 			end = time.Now().Add(3 * a.t.TTL)
 			if p.witness != nil {
 				end, slowed = time.Now().Add(p.witnessCap), p.witness
 			}
 		case FaultReentrant:
-			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "reentrant: the work calls a helper that takes the same lock"})
+			a.recordNow(Record{Kind: RecFault, What: string(FaultReentrant), Buyer: p.n})
 			if err := s.nested(ctx); err != nil {
 				return err
 			}
 		case FaultPartition:
-			a.emit(Event{Kind: EvFault, Buyer: p.n, Detail: "partition: the process loses its link to the lock server, not to the inventory; it keeps working"})
+			a.recordNow(Record{Kind: RecFault, What: string(FaultPartition), Buyer: p.n})
 			p.partition(3 * a.t.TTL)
 			cut = true
 		}
@@ -235,6 +233,7 @@ func (s *shop) nested(ctx context.Context) error {
 		a.reentryFailed(p, "the nested Lock was refused: the lock is held — by the caller itself")
 		return ErrReentry
 	}
+	a.recordNow(Record{Kind: RecNested, Buyer: p.n, OK: true})
 	if err := p.sleep(ctx, a.t.TTL/2); err != nil {
 		return err
 	}
@@ -248,47 +247,12 @@ func (a *Arena) faulted(o *order) {
 	o.faulted = true
 }
 
-// stockRead records o's read of n at the inventory's sequence number seq.
-func (a *Arena) stockRead(o *order, seq int64, n int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.read(a, o, seq, n)
-}
-
-// stockWritten records o's write of n at seq.
-func (a *Arena) stockWritten(o *order, seq int64, n int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.wrote(a, o, seq, n)
-}
-
-// sold records o's atomic sale at seq: a critical section that begins and ends in one command.
-func (a *Arena) sold(o *order, seq int64, left int, ok bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !ok {
-		a.ref.read(a, o, seq, left)
-		a.ref.leave(a, o, seq, true)
-		return
-	}
-	a.ref.read(a, o, seq, left+1)
-	a.ref.wrote(a, o, seq, left)
-}
-
-// fencedOff records a read or write of o the inventory refused for its stale token.
-func (a *Arena) fencedOff(o *order, seq int64, token int64, write bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	what := "read"
-	if write {
-		what = "write"
-		a.ref.leave(a, o, seq, true)
-	}
-	a.emit(Event{Kind: EvFenced, Buyer: o.p.n, Detail: fmt.Sprintf("the inventory refused buyer %d's stale %s (token %d)", o.p.n, what, token)})
+// stockOp records a stock command of o: what it was, its place in the inventory's order, the
+// stock it read or wrote (for a sale: what it left), the fencing token it showed.
+func (a *Arena) stockOp(o *order, what string, seq int64, stock int, token int64) {
+	a.recordNow(Record{Kind: RecStock, What: what, Buyer: o.p.n, Order: o.id, Seq: seq, Stock: stock, Token: token})
 }
 
 func (a *Arena) reentryFailed(p *process, why string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ref.reentryFailed(a, p.n, why)
+	a.recordNow(Record{Kind: RecNested, Buyer: p.n, Err: why})
 }

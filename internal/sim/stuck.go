@@ -11,12 +11,13 @@ import (
 // context is asked the way it expects) against a shop that sells nothing, again and again for
 // 2 × TTL. If the handler never gets as far as reading the stock, the lock is stuck: nobody can
 // buy what is left.
-func (a *Arena) probe(ctx context.Context) stuckState {
+func (a *Arena) probe(ctx context.Context) {
 	a.mu.Lock()
 	shelf := a.ref.shelf
 	a.mu.Unlock()
 	if shelf <= 0 {
-		return stuckState{probed: true}
+		a.recordNow(Record{Kind: RecProbe, What: probeStuck, OK: true})
+		return
 	}
 	p := newProcess(a, 0)
 	defer p.close()
@@ -51,19 +52,11 @@ func (a *Arena) probe(ctx context.Context) stuckState {
 		select {
 		case in = <-got:
 		case <-time.After(a.t.TTL):
-			return stuckState{detail: fmt.Sprintf("the order handler did not return within %v of its context's end", 3*a.t.TTL)}
+			a.recordNow(Record{Kind: RecProbe, What: probeStuck, Err: fmt.Sprintf("the order handler did not return within %v of its context's end", 3*a.t.TTL)})
+			return
 		}
 	}
-	if in {
-		return stuckState{probed: true}
-	}
-	owner := a.Lock(context.Background()).Owner
-	who := "a lock nobody is using any more"
-	if owner != 0 {
-		who = fmt.Sprintf("the lock of buyer %d, whose order has ended,", owner)
-	}
-	return stuckState{probed: true, stuck: true, owner: owner, detail: fmt.Sprintf(
-		"a new buyer could not get in for %s: %s keeps out everyone while %s on the shelf", ms(limit), who, units(shelf))}
+	a.recordNow(Record{Kind: RecProbe, What: probeStuck, OK: in, D: limit})
 }
 
 // probeShop is the shop of the probe's orders: reading the stock proves the order got in, and

@@ -44,8 +44,11 @@ func atomicSale(t *testing.T, st *steps.Step) {
 		if e.Kind != sim.EvDone {
 			return
 		}
-		d := e.Detail
-		if strings.Contains(d, steps.ErrSoldOut.Error()) {
+		d := e.Err
+		switch {
+		case d == "":
+			d = "ok"
+		case strings.Contains(d, steps.ErrSoldOut.Error()):
 			d = "sold out"
 		}
 		mu.Lock()
