@@ -28,8 +28,8 @@ import (
 //     while units remained), reentry-failed (the nested Lock), flood (commands per confirmed
 //     order).
 //   - starved, idle (waiting runs from an order's start to its first stock read, wherever the
-//     waiting happens): starved = an order passed by StarveLimit reads of orders that began after
-//     it; idle = the time no hold was active while an order waited, gaps longer than a woken
+//     waiting happens): starved = an order whose first read came after the first reads of
+//     StarveLimit orders that began after it (in the inventory's order); idle = the time no hold was active while an order waited, gaps longer than a woken
 //     waiter needs (the idle probe's measure) counted.
 //
 // Hazard: what it cannot observe it must say (a blind record), or a verdict would rest on partial
@@ -96,13 +96,12 @@ type rorder struct {
 	began        time.Duration
 	reads        []stockOp // every stock read, in the inventory's order
 	firstRead    time.Duration
-	wrote        bool // it attempted a write (accepted or refused)
-	inside       bool // it has read and not yet written, nor ended
+	firstSeq     int64 // the inventory's number of its first read
+	wrote        bool  // it attempted a write (accepted or refused)
+	inside       bool  // it has read and not yet written, nor ended
 	confirmed    int
 	ended        bool
 	waited       bool // a command of its Lock found the lock held by another
-	passed       int  // reads by orders that began after it, while it waited
-	starve       int  // its index in starved, or -1
 }
 
 type stockOp struct {
@@ -334,7 +333,7 @@ func (r *Referee) nodeName(i int) string {
 // — orders —
 
 func (r *Referee) orderBegan(rec Record) {
-	o := &rorder{id: rec.Order, buyer: rec.Buyer, k: rec.K, rank: len(r.ranked), began: rec.At, firstRead: -1, starve: -1}
+	o := &rorder{id: rec.Order, buyer: rec.Buyer, k: rec.K, rank: len(r.ranked), began: rec.At, firstRead: -1}
 	r.orders[o.id] = o
 	r.ranked = append(r.ranked, o)
 	p := r.proc(rec.Buyer)
@@ -359,10 +358,19 @@ func (r *Referee) orderEnded(rec Record) {
 		o.inside = false
 		r.say(Event{At: rec.At, Kind: EvExit, Buyer: o.buyer, Order: o.k})
 	}
-	if o.confirmed == 0 && !o.wrote && rec.Excuse == "" && r.shelf > 0 {
-		j := Rejection{Buyer: o.buyer, Stock: r.shelf, At: rec.At}
+	if o.firstRead < 0 {
+		r.passedBy(o, rec.At)
+	}
+	// Units remained as far as the order could tell: what its last read saw, or, without one,
+	// the shelf as last written.
+	shelf := r.shelf
+	if len(o.reads) > 0 {
+		shelf = o.reads[len(o.reads)-1].stock
+	}
+	if o.confirmed == 0 && !o.wrote && rec.Excuse == "" && shelf > 0 {
+		j := Rejection{Buyer: o.buyer, Stock: shelf, At: rec.At}
 		r.lost = append(r.lost, j)
-		r.say(Event{At: rec.At, Kind: EvRejected, Buyer: o.buyer, Order: o.k, Stock: r.shelf})
+		r.say(Event{At: rec.At, Kind: EvRejected, Buyer: o.buyer, Order: o.k, Stock: shelf})
 		r.announce(rec.At, steps.LostSales, j.String(), j.Buyer)
 	}
 	r.say(Event{At: rec.At, Kind: EvDone, Buyer: o.buyer, Order: o.k, Sold: o.confirmed > 0, Err: rec.Err})
@@ -405,26 +413,35 @@ func (r *Referee) read(o *rorder, op stockOp) {
 	first := o.firstRead < 0
 	o.reads = append(o.reads, op)
 	if first {
-		o.firstRead = op.at
-		// Every order still waiting that began before this one has been passed once more.
-		for _, w := range r.ranked[:o.rank] {
-			if !w.waiting() || w.buyer == o.buyer {
-				continue
-			}
-			w.passed++
-			switch {
-			case w.starve >= 0:
-				r.starved[w.starve].Passed = w.passed
-			case w.passed == steps.StarveLimit:
-				w.starve = len(r.starved)
-				s := Starve{Buyer: w.buyer, Passed: w.passed, At: op.at}
-				r.starved = append(r.starved, s)
-				r.announce(op.at, steps.Starved, s.String(), s.Buyer)
-			}
-		}
+		o.firstRead, o.firstSeq = op.at, op.seq
+		r.passedBy(o, op.at)
 	}
 	o.inside = true
 	r.say(Event{At: op.at, Kind: EvEnter, Buyer: o.buyer, Order: o.k, Stock: op.stock})
+}
+
+// passedBy counts, once o's wait is over (its first read, or its end without one), the orders
+// that began after it and read first, in the inventory's order: more than StarveLimit, and it
+// starved. A process's own orders do not pass it.
+func (r *Referee) passedBy(o *rorder, at time.Duration) {
+	n := r.passes(o)
+	if n < steps.StarveLimit {
+		return
+	}
+	s := Starve{Buyer: o.buyer, Passed: n, At: at}
+	r.starved = append(r.starved, s)
+	r.announce(at, steps.Starved, s.String(), s.Buyer)
+}
+
+// passes counts the orders that began after o and read first, in the inventory's order.
+func (r *Referee) passes(o *rorder) int {
+	n := 0
+	for _, x := range r.ranked[o.rank+1:] {
+		if x.buyer != o.buyer && x.firstRead >= 0 && (o.firstRead < 0 || x.firstSeq < o.firstSeq) {
+			n++
+		}
+	}
+	return n
 }
 
 // write ends o's critical section at op: from its last read before op (none: a write computed

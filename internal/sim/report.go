@@ -74,7 +74,7 @@ func (r *Referee) Report() *Report {
 		InitialStock: r.h.Stock, FinalStock: final, Confirmed: r.confirmed,
 		Overlaps: slices.Clone(r.overlaps), ForeignReleases: slices.Clone(r.foreign), LostSales: slices.Clone(r.lost),
 		ReentryFailures: slices.Clone(r.reentry), FailedOver: r.failedOver, Commands: r.commands, TimedOut: r.timedOut,
-		Starvations: slices.Clone(r.starved), IdleShare: r.idleShare(), Untracked: slices.Clone(r.blinds),
+		Starvations: r.starvations(), IdleShare: r.idleShare(), Untracked: slices.Clone(r.blinds),
 		Notes: slices.Clone(r.notes), History: r.History(),
 	}
 	if r.nowhere != "" {
@@ -117,9 +117,9 @@ func (r *Referee) Report() *Report {
 	if rep.CommandsPerOrder > steps.FloodLimit {
 		found[steps.Flood] = floodSentence(r.commands, r.confirmed)
 	}
-	if len(r.starved) > 0 {
-		found[steps.Starved] = r.starved[0].String()
-		who[steps.Starved] = []int{r.starved[0].Buyer}
+	if len(rep.Starvations) > 0 {
+		found[steps.Starved] = rep.Starvations[0].String()
+		who[steps.Starved] = []int{rep.Starvations[0].Buyer}
 	}
 	rep.IdleReleases, rep.WaitedReleases = r.idleGaps()
 	if rep.IdleShare > steps.IdleLimit {
@@ -184,6 +184,20 @@ func (r *Referee) Report() *Report {
 		rep.Untracked = []Blind{}
 	}
 	return rep
+}
+
+// starvations are the orders that starved: those whose wait is over, and those still waiting as
+// the run ends (passed by the orders that began after them and got in).
+func (r *Referee) starvations() []Starve {
+	out := slices.Clone(r.starved)
+	for _, o := range r.ranked {
+		if o.waiting() {
+			if n := r.passes(o); n >= steps.StarveLimit {
+				out = append(out, Starve{Buyer: o.buyer, Passed: n, At: r.h.Records[len(r.h.Records)-1].At})
+			}
+		}
+	}
+	return out
 }
 
 // Complete reports whether the referee could judge every kind the scenario judges. Hazard: an
