@@ -290,6 +290,29 @@ func TestJudgeWrittenHistories(t *testing.T) {
 	}
 }
 
+// TestSecondCheckerAgrees: porcupine's reading of the shop agrees with the referee's oversold on
+// a lost update and on a refused stale write, and a confirmed order that took nothing off the
+// shelf — oversold by the count, explained one sale after another — is named as a disagreement.
+func TestSecondCheckerAgrees(t *testing.T) {
+	lost := newHB(steps.Contention, 3)
+	lost.begin(1, 1).begin(2, 2).read(1, 3).read(2, 3).write(1, 2).write(2, 2).end(1, "").end(2, "")
+	if r := lost.judge(); r.Linearizable || r.Disagree != "" || r.Oversold != 1 {
+		t.Errorf("a lost update: linearizable %v, disagree %q, oversold %d", r.Linearizable, r.Disagree, r.Oversold)
+	}
+	fenced := newHB(steps.Pause, 3)
+	fenced.begin(1, 1).begin(2, 2).read(1, 3).read(2, 3).write(2, 2)
+	fenced.seq++
+	fenced.add(Record{Kind: RecStock, What: StockWriteRefused, Buyer: 1, Order: 1, Seq: fenced.seq, Stock: 2, Token: 1})
+	if r := fenced.judge(); !r.Linearizable || r.Disagree != "" || !strings.Contains(r.SecondOpinion, "refused the stale write") {
+		t.Errorf("a refused stale write: linearizable %v, %q, disagree %q", r.Linearizable, r.SecondOpinion, r.Disagree)
+	}
+	free := newHB(steps.Contention, 3)
+	free.begin(1, 1).read(1, 3).write(1, 3).end(1, "")
+	if r := free.judge(); !r.Linearizable || r.Oversold != 1 || r.Disagree == "" {
+		t.Errorf("a sale that took nothing: linearizable %v, oversold %d, disagree %q", r.Linearizable, r.Oversold, r.Disagree)
+	}
+}
+
 // TestJudgeSaysWhatItCouldNotSee: a change nobody sent, a fault that found nowhere to strike, a
 // run past its deadline: the kinds they touch are unjudged, never a quiet ✓.
 func TestJudgeSaysWhatItCouldNotSee(t *testing.T) {

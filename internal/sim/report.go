@@ -44,6 +44,12 @@ type Report struct {
 	// Notes says what of the scenario did not happen as staged, and why that is no gap in the
 	// verdict (a failover with no lock write to lose).
 	Notes []string `json:"notes,omitempty"`
+	// Linearizable is the second checker's verdict on the shop (porcupine, see second.go), in
+	// words in SecondOpinion; Disagree says where it and the referee part, and why ("" when they
+	// agree).
+	Linearizable  bool   `json:"linearizable"`
+	SecondOpinion string `json:"second_opinion"`
+	Disagree      string `json:"disagree,omitempty"`
 	// History is the run as data: Judge(History) gives this report again.
 	History *History `json:"history,omitempty"`
 	// Others are the histories of the scenario's other plays (unlock-race tries each gap of the
@@ -81,6 +87,7 @@ func (r *Referee) Report() *Report {
 		rep.TimedOut = r.nowhere
 	}
 	rep.Oversold = max(0, r.confirmed-(r.h.Stock-final))
+	rep.Linearizable, rep.SecondOpinion, rep.Disagree = secondOpinion(rep.History, rep.Oversold, len(r.overlaps))
 	rep.CommandsPerOrder = float64(r.commands) / float64(max(r.confirmed, 1))
 	st := r.stuck
 	rep.Stuck, rep.StuckOwner = st.stuck, st.owner
@@ -291,6 +298,12 @@ func (rep *Report) Text() string {
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	if rep.SecondOpinion != "" {
+		fmt.Fprintf(&b, "  second checker (porcupine, the shop as atomic sales): %s\n", rep.SecondOpinion)
+	}
+	if rep.Disagree != "" {
+		fmt.Fprintf(&b, "  the checkers disagree: %s\n", rep.Disagree)
 	}
 	for _, u := range rep.Untracked {
 		fmt.Fprintf(&b, "  not seen (%s unjudged): %s\n", joinKinds(u.Kinds), u.What)

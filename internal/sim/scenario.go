@@ -236,6 +236,9 @@ func Merge(reps []*Report) *Report {
 			out.ForeignReleases = append(out.ForeignReleases, r.ForeignReleases...)
 			out.Overlaps = append(out.Overlaps, r.Overlaps...)
 			out.Oversold = max(out.Oversold, r.Oversold)
+			if r.Disagree != "" && out.Disagree == "" {
+				out.Disagree = r.Disagree
+			}
 			if out.TimedOut == "" {
 				out.TimedOut = r.TimedOut
 			}

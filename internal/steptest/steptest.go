@@ -93,6 +93,11 @@ func Run(t *testing.T, st *steps.Step) {
 				// A verdict on partial evidence is no verdict: say what was not seen, and fail.
 				t.Errorf("%s under %s: the referee could not judge %v: %s\n%s", st.Slug, sc, rep.Unjudged, rep.Why(), rep.Text())
 			}
+			if rep.Disagree != "" {
+				// The second checker reads the same history: where it parts from the referee, one
+				// of them is wrong about this run.
+				t.Errorf("%s under %s: the checkers disagree: %s\n%s", st.Slug, sc, rep.Disagree, rep.Text())
+			}
 			for _, f := range rep.Explain {
 				t.Run(string(f.Kind), func(t *testing.T) {
 					if strict {
