@@ -274,6 +274,11 @@ var raceDetector bool
 // docMemo is the memo TestDocumentedCommands plays through, while it runs.
 var docMemo *playMemo
 
+// docFiles is where the documented commands' files (run -save runs.json, judge runs.json) live
+// while TestDocumentedCommands runs: one folder for all of them, so that a file one command saves
+// is there for the next, and none lands in the repository.
+var docFilesDir string
+
 // TestDocumentedCommands runs every documented go run ./lab command and checks what the text says.
 func TestDocumentedCommands(t *testing.T) {
 	var all []docCmd
@@ -291,6 +296,8 @@ func TestDocumentedCommands(t *testing.T) {
 	if len(all) == 0 {
 		t.Fatal("no go run ./lab command found in README.md and docs/*.md")
 	}
+	docFilesDir = t.TempDir()
+	defer func() { docFilesDir = "" }()
 	memo := &playMemo{orig: play, reps: map[string]*sim.Report{}, errs: map[string]error{}}
 	play, docMemo = memo.play, memo
 	t.Cleanup(func() { play, docMemo = memo.orig, nil })
@@ -341,6 +348,9 @@ func runDocCmd(t *testing.T, c docCmd) {
 	}
 	backend := os.Getenv("LAB_REDIS")
 	for i, a := range args {
+		if strings.HasSuffix(a, ".json") && !strings.Contains(a, "/") && docFilesDir != "" {
+			args[i] = filepath.Join(docFilesDir, a) // a file the text names: in the test's folder
+		}
 		if a == "-redis" && i+1 < len(args) {
 			backend = args[i+1]
 			if strings.HasPrefix(backend, "redis://") {

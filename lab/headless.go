@@ -24,6 +24,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	repeat := fs.Int("repeat", 1, "play the scenario this many times and say whether every verdict was the same")
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
+	save := fs.String("save", "", "write the run (its history and verdict) to this file, for lab judge")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -47,6 +48,11 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	rep, err := runOnce(st, sc, *backend)
 	if err != nil {
 		return err
+	}
+	if *save != "" {
+		if err := saveRuns(*save, []*sim.Report{rep}); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -138,5 +140,62 @@ func TestRunRepeat(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "3 runs, 0 differ") {
 		t.Fatalf("unexpected summary:\n%s", out.String())
+	}
+}
+
+// TestJudgeSavedRuns: a matrix saved with -save is judged again, offline, to the verdicts it
+// earned; a history with a record taken out is judged otherwise, and says so (exit 1).
+func TestJudgeSavedRuns(t *testing.T) {
+	inVirtualTime(t)
+	file := filepath.Join(t.TempDir(), "runs.json")
+	var out, errw bytes.Buffer
+	if err := run([]string{"matrix", "-steps", "04,05", "-save", file}, &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	out.Reset()
+	if err := run([]string{"judge", file}, &out, &errw); err != nil {
+		t.Fatalf("judge: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "28 run(s) judged again from their histories: 28 as when played, 0 differ") {
+		t.Errorf("judge:\n%s", out.String())
+	}
+	// Take out of 05 × unlock-race the record of the foreign delete: judged again, it differs.
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved savedRuns
+	if err := json.Unmarshal(b, &saved); err != nil {
+		t.Fatal(err)
+	}
+	cut := false
+	for i, r := range saved.Runs {
+		if r.Step != "05_owner" || r.Scenario != "unlock-race" {
+			continue
+		}
+		h := r.History
+		for j := len(h.Records) - 1; j >= 0 && !cut; j-- {
+			if rec := h.Records[j]; rec.Kind == sim.RecCmd && rec.Buyer == 1 && len(rec.Cmds) == 1 && rec.Cmds[0].Name == "del" {
+				h.Records = append(h.Records[:j:j], h.Records[j+1:]...)
+				cut = true
+			}
+		}
+		saved.Runs = []savedRun{saved.Runs[i]}
+		break
+	}
+	if !cut {
+		t.Fatal("05 × unlock-race has no DEL of buyer 1 to take out")
+	}
+	b, _ = json.Marshal(saved)
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = run([]string{"judge", file}, &out, &errw)
+	if exitCode(err) != 1 || !strings.Contains(out.String(), "differs: 05_owner × unlock-race: played foreign-release, judged again ✓") {
+		t.Errorf("a history with its delete taken out: exit %d\n%s", exitCode(err), out.String())
+	}
+	if err := run([]string{"judge", filepath.Join(t.TempDir(), "none.json")}, &out, &errw); exitCode(err) != 2 {
+		t.Errorf("a file that is not there: exit %d, want 2", exitCode(err))
 	}
 }

@@ -6,6 +6,7 @@
 //	go run ./lab run -step 04 -scenario slow      one scenario, its report in words (-json)
 //	go run ./lab matrix                           the steps × scenarios table (-json)
 //	go run ./lab list steps|scenarios             the names, one per line, for scripts
+//	go run ./lab judge runs.json                  judge saved runs again, offline (run/matrix -save)
 //	go run ./lab grade steps/mine                 your own lock against every scenario (see grade.go)
 //	go run ./lab -dir steps/mine                  the terminal lab, your lock as the picker's last line
 package main
@@ -69,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return listCmd(args[1:], stdout)
 		case "grade":
 			return gradeCmd(args[1:], stdout, stderr)
+		case "judge":
+			return judgeCmd(args[1:], stdout, stderr)
 		case "help":
 			return run([]string{"-h"}, stdout, stderr)
 		}

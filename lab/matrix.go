@@ -39,6 +39,7 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	only := fs.String("steps", "", "play only these steps, comma-separated (04,05 or atomic_ttl); default every step")
 	expected := fs.Bool("expected", false, "print the matrix the tests expect (the catalog's), without playing it")
+	save := fs.String("save", "", "write every cell's run (its history and verdict) to this file, for lab judge")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -82,6 +83,11 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 		cells, incomplete = append(cells, row...), incomplete+n
 		if !*asJSON {
 			fmt.Fprint(stderr, ".")
+		}
+	}
+	if *save != "" {
+		if err := saveRuns(*save, cellReports(cells)); err != nil {
+			return err
 		}
 	}
 	if *asJSON {

@@ -28,6 +28,8 @@ type Cell struct {
 	Why        string        `json:"why,omitempty"`
 	// Notes says what of the scenario did not happen as staged, or how the cell was played.
 	Notes []string `json:"notes,omitempty"`
+	// Report is the referee's report of the cell, its history with it (nil when skipped).
+	Report *sim.Report `json:"-"`
 }
 
 // Bubble runs a function inside a testing/synctest bubble (a test's synctest.Test), or nil to run
@@ -85,7 +87,7 @@ func Row(st *steps.Step, play func(*steps.Step, steps.Scenario) (*sim.Report, er
 		case err != nil:
 			return nil, 0, &CellError{Step: st.Slug, Scenario: sc, Err: err}
 		default:
-			c.Violations, c.Explain, c.Notes = rep.Violations, rep.Explain, rep.Notes
+			c.Violations, c.Explain, c.Notes, c.Report = rep.Violations, rep.Explain, rep.Notes, rep
 			if !rep.Complete() {
 				c.Unjudged, c.Why = rep.Unjudged, rep.Why()
 				incomplete++

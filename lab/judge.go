@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// A run is data: run -save and matrix -save write each cell's history (and, for unlock-race,
+// its other plays') to a file, with the verdict it earned; judge reads such a file — or a
+// report run -json printed, or a bare history — and judges every run again, offline, with the
+// same referee: a trainer can grade homework from files.
+
+// savedRuns is the file -save writes and judge reads.
+type savedRuns struct {
+	Lockstep string     `json:"lockstep"` // "runs": what the file is
+	Runs     []savedRun `json:"runs"`
+}
+
+// savedRun is one cell: where it was played, the verdict it earned, and its history.
+type savedRun struct {
+	Step       string         `json:"step"`
+	Scenario   string         `json:"scenario"`
+	Backend    string         `json:"backend"`
+	Violations []steps.Kind   `json:"violations"`
+	Unjudged   []steps.Kind   `json:"unjudged,omitempty"`
+	History    *sim.History   `json:"history"`
+	Others     []*sim.History `json:"others,omitempty"`
+}
+
+// saveRuns writes the reports' runs to file.
+func saveRuns(file string, reps []*sim.Report) error {
+	out := savedRuns{Lockstep: "runs"}
+	for _, r := range reps {
+		if r == nil || r.History == nil {
+			continue
+		}
+		out.Runs = append(out.Runs, savedRun{Step: r.Step, Scenario: r.Scenario, Backend: r.Backend,
+			Violations: r.Violations, Unjudged: r.Unjudged, History: r.History, Others: r.Others})
+	}
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(out); err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing the runs: %w", err)
+	}
+	return nil
+}
+
+// cellReports is the reports of cells that were played.
+func cellReports(cells []cell) []*sim.Report {
+	var out []*sim.Report
+	for _, c := range cells {
+		if c.Report != nil {
+			out = append(out, c.Report)
+		}
+	}
+	return out
+}
+
+// readRuns reads a file of runs: what -save wrote, a report run -json printed, or a bare
+// history. Anything else is bad input, in one line.
+func readRuns(file string) ([]savedRun, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	var probe struct {
+		Lockstep string          `json:"lockstep"`
+		History  json.RawMessage `json:"history"`
+		Records  json.RawMessage `json:"records"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, usageError("%s is not a saved run: %v", file, err)
+	}
+	switch {
+	case probe.Lockstep == "runs":
+		var s savedRuns
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, usageError("%s: %v", file, err)
+		}
+		return s.Runs, nil
+	case probe.History != nil:
+		var rep sim.Report
+		if err := json.Unmarshal(b, &rep); err != nil || rep.History == nil {
+			return nil, usageError("%s: not a report with its history (lab run -json)", file)
+		}
+		return []savedRun{{Step: rep.Step, Scenario: rep.Scenario, Backend: rep.Backend, Violations: rep.Violations,
+			Unjudged: rep.Unjudged, History: rep.History, Others: rep.Others}}, nil
+	case probe.Records != nil:
+		h, err := sim.ReadHistory(bytes.NewReader(b))
+		if err != nil {
+			return nil, usageError("%s: %v", file, err)
+		}
+		return []savedRun{{Step: h.Step, Scenario: string(h.Scenario), Backend: h.Backend, History: h}}, nil
+	}
+	return nil, usageError("%s is not a saved run (lab run -save, lab matrix -save, lab run -json)", file)
+}
+
+// judgeCmd judges every run of a saved file again, offline, and says whether each verdict is the
+// one it earned when it was played.
+func judgeCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("judge", "lab judge [-json] FILE\n\n"+
+		"Judges again every run saved in FILE (lab run -save, lab matrix -save, or lab run -json's\n"+
+		"report), offline, from the history alone: the same referee, no Redis. Exit 0 when every\n"+
+		"verdict is the one the run earned when it was played, 1 when one differs or has none, 2 on\n"+
+		"bad input.", stderr)
+	asJSON := fs.Bool("json", false, "print the verdicts as matrix -json does")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError("judge needs one file: lab judge runs.json (see -h)")
+	}
+	file := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:]); err != nil { // flags after the file, as a learner types them
+		return err
+	}
+	runs, err := readRuns(file)
+	if err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		return usageError("%s holds no run", file)
+	}
+	var cells []cell
+	var differ, incomplete []string
+	for _, r := range runs {
+		if r.History == nil {
+			return usageError("%s: a run of %s under %s has no history", file, r.Step, r.Scenario)
+		}
+		rep := sim.JudgeCell(r.History, r.Others)
+		c := cell{Step: r.Step, Scenario: r.Scenario, Violations: rep.Violations, Explain: rep.Explain, Notes: rep.Notes, Report: rep}
+		if !rep.Complete() {
+			c.Unjudged, c.Why = rep.Unjudged, rep.Why()
+			incomplete = append(incomplete, r.Step+" × "+r.Scenario)
+		}
+		if r.Violations != nil && (!slices.Equal(orNone(r.Violations), orNone(rep.Violations)) || !slices.Equal(orNone(r.Unjudged), orNone(rep.Unjudged))) {
+			differ = append(differ, fmt.Sprintf("%s × %s: played %s, judged again %s", r.Step, r.Scenario, verdictWords(r.Violations, r.Unjudged), verdictWords(rep.Violations, rep.Unjudged)))
+		}
+		cells = append(cells, c)
+	}
+	switch {
+	case *asJSON:
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(cells); err != nil {
+			return err
+		}
+	case len(cells) == 1:
+		fmt.Fprint(stdout, cells[0].Report.Text())
+	default:
+		fmt.Fprint(stdout, renderMatrix(cells))
+	}
+	for _, d := range differ {
+		fmt.Fprintf(stdout, "differs: %s\n", d)
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "%d run(s) judged again from their histories: %d as when played, %d differ, %d without a verdict\n",
+			len(cells), len(cells)-len(differ), len(differ), len(incomplete))
+	}
+	switch {
+	case len(differ) > 0:
+		return fmt.Errorf("%d of %d runs judged again differ from their verdict when played", len(differ), len(cells))
+	case len(incomplete) > 0:
+		return fmt.Errorf("%d runs have no verdict", len(incomplete))
+	}
+	return nil
+}
+
+func orNone(k []steps.Kind) []steps.Kind {
+	if k == nil {
+		return []steps.Kind{}
+	}
+	return k
+}
+
+// verdictWords is a verdict as the matrix prints it: ✓, the kinds, or ? and the unjudged kinds.
+func verdictWords(v, unjudged []steps.Kind) string {
+	switch {
+	case len(unjudged) > 0:
+		return "? (" + joinKinds(unjudged) + ")"
+	case len(v) > 0:
+		return joinKinds(v)
+	}
+	return "✓"
+}
