@@ -324,7 +324,9 @@ func readDumps(ctx context.Context, c *redis.Client, prefix string, keys []strin
 			continue // redis.Nil: no such key
 		}
 		kn := known{v: Value{Exists: true, Print: "dump:" + dumps[i].Val()}}
-		if ttl := pttls[i].Val(); ttl > 0 {
+		// PTTL answers -1 (go-redis: -1ns) for a key without expiry, and 0 for one that
+		// expires within the millisecond: that one has a deadline, now.
+		if ttl := pttls[i].Val(); ttl >= 0 {
 			kn.deadline = began.Add(ttl)
 		}
 		out[k] = kn

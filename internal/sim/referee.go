@@ -606,6 +606,9 @@ func (r *Referee) call(rec Record) {
 func (r *Referee) leave(h *hold, nk nodeKey, at time.Duration, by int, gone bool) {
 	created := h.keys[nk]
 	delete(h.keys, nk)
+	if st := r.node(nk.node)[nk.key]; st != nil && st.hold == h {
+		st.hold = nil
+	}
 	if h.ended || !(gone && created) && h.created() {
 		return
 	}
@@ -791,6 +794,9 @@ func (r *Referee) lapse(rec Record) {
 func (r *Referee) lapsed(h *hold, nk nodeKey, at, due time.Duration) {
 	created := h.keys[nk]
 	delete(h.keys, nk)
+	if st := r.node(nk.node)[nk.key]; st != nil && st.hold == h {
+		st.hold = nil
+	}
 	if h.ended || !created && h.created() {
 		return
 	}

@@ -9,8 +9,8 @@ import (
 // probe asks for the lock as a new buyer would, once the run's orders have ended and while units
 // remain: it runs the step's own order handler (so a step that keeps its owner in the request's
 // context is asked the way it expects) against a shop that sells nothing, again and again for
-// 2 × TTL. If the handler never gets as far as reading the stock, the lock is stuck: nobody can
-// buy what is left.
+// 2 × TTL. If the handler never gets as far as writing the stock (a read proves nothing: a handler
+// may peek before it locks), the lock is stuck: nobody can buy what is left.
 func (a *Arena) probe(ctx context.Context) {
 	a.mu.Lock()
 	shelf := a.ref.shelf
@@ -76,21 +76,29 @@ func (s *probeShop) in() {
 
 func (s *probeShop) LockKey() string { return s.a.lockKey }
 
+// Stock tells what is on the shelf; a read is no proof of getting in (a handler may peek before
+// it locks): the write is.
 func (s *probeShop) Stock(ctx context.Context) (int, error) {
-	s.in()
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
-	return s.a.ref.shelf, nil
+	return s.a.ref.Shelf(), nil
 }
 
 func (s *probeShop) StockFenced(ctx context.Context, token int64) (int, error) {
 	return s.Stock(ctx)
 }
 
-// Work ends at once and SetStock sells nothing: the probe only asks whether it can get in.
-func (s *probeShop) Work(ctx context.Context) error                               { return nil }
-func (s *probeShop) SetStock(ctx context.Context, n int) error                    { return nil }
-func (s *probeShop) SetStockFenced(ctx context.Context, n int, token int64) error { return nil }
+// Work ends at once, and a write sells nothing: it proves the order got in, which is all the
+// probe asks.
+func (s *probeShop) Work(ctx context.Context) error { return nil }
+func (s *probeShop) SetStock(ctx context.Context, n int) error {
+	s.in()
+	return nil
+}
+func (s *probeShop) SetStockFenced(ctx context.Context, n int, token int64) error {
+	s.in()
+	return nil
+}
 
 func (s *probeShop) Sell(ctx context.Context) error {
 	s.in()
