@@ -353,3 +353,44 @@ func namedBuyers(sentences ...string) []int {
 	}
 	return out
 }
+
+// TestTmuxCrashIsNotStuck: step 04's holder crashed (x) leaves a lock with a lease: no ✗ stuck
+// while the lease runs, and a later buyer takes the lock; step 03's (no TTL) is stuck once its
+// dead owner has been gone a TTL.
+func TestTmuxCrashIsNotStuck(t *testing.T) {
+	t.Parallel() // a binary of its own, on a tmux server of its own
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary")
+	}
+	bin := buildLab(t)
+	for _, tc := range []struct {
+		step  string
+		stuck bool
+	}{{"4", false}, {"3", true}} {
+		l := startTmux(t, bin, "100", "30", "-speed", "2") // TTL 400 ms
+		l.waitFor(15*time.Second, "Step 1/")
+		l.send(tc.step)
+		l.waitFor(5*time.Second, "Step "+tc.step+"/")
+		l.send("Enter")
+		l.waitFor(10*time.Second, "▶ live buyers", "takes the lock")
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(l.screen(), "crashed: its process died") {
+			if time.Now().After(deadline) {
+				t.Fatalf("step %s: no crash ever hit a holder:\n%s", tc.step, l.screen())
+			}
+			l.send("x")
+			time.Sleep(100 * time.Millisecond)
+		}
+		// Watch the panel for 3 TTL: a lease runs out in one.
+		var stuck bool
+		for end := time.Now().Add(1200 * time.Millisecond); time.Now().Before(end) && !stuck; time.Sleep(50 * time.Millisecond) {
+			stuck = strings.Contains(l.screen(), "✗ stuck")
+		}
+		if stuck != tc.stuck {
+			t.Errorf("step %s: ✗ stuck %v within 3 TTL of the crash, want %v:\n%s", tc.step, stuck, tc.stuck, l.screen())
+		}
+		l.send("q")
+		l.waitFor(15*time.Second, "LAB-EXITED=0")
+	}
+}
