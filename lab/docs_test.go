@@ -467,6 +467,25 @@ func docClaims(t *testing.T, c docCmd, args []string, stdout, stderr string, too
 			checkCount(t, c.where, ctx, rep.CommandsPerOrder, func() float64 { return replay().CommandsPerOrder })
 		}
 	}
+	// Saved runs judged again: every one to the verdict it earned when it was played.
+	if args[0] == "judge" {
+		m := regexp.MustCompile(`(\d+) run\(s\) judged again from their histories: (\d+) as when played, 0 differ, 0 without a verdict`).FindStringSubmatch(stdout)
+		if m == nil || m[1] != m[2] {
+			t.Errorf("%s: judge did not give every saved run its verdict again:\n%s", c.where, stdout)
+		}
+	}
+	// A matrix on an existing server (one node, no replica, not the lab's to restart): the
+	// failover and restart cells say they were skipped and why, and every other has a verdict.
+	if args[0] == "matrix" && strings.HasPrefix(backendOf(args), "redis://") {
+		for _, why := range []string{"skipped (failover", "replica", "restart", "the lab owns"} {
+			if !strings.Contains(stdout, why) {
+				t.Errorf("%s: on one node the matrix does not say %q:\n%s", c.where, why, stdout)
+			}
+		}
+		if strings.Contains(stdout, "| ?") || strings.Contains(stdout, " ? |") {
+			t.Errorf("%s: on one node a cell has no verdict:\n%s", c.where, stdout)
+		}
+	}
 	// A JSON shape shown in a comment: the output is JSON of that shape, with those keys.
 	if strings.HasPrefix(ctx, "[") || strings.HasPrefix(ctx, "{") {
 		var v any

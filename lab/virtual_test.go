@@ -32,7 +32,7 @@ func TestBothClocks(t *testing.T) {
 	}
 	for _, c := range []struct{ step, sc string }{
 		{"02", "error"}, {"04", "slow"}, {"05", "unlock-race"}, {"08", "pause"},
-		{"10", "load"}, {"12", "partition"}, {"13", "greedy"}, {"14", "load"},
+		{"10", "load"}, {"12", "partition"}, {"13", "greedy"}, {"14", "contention"},
 		{"15", "restart"}, {"16", "pause"}, {"getset", "clock-skew"},
 	} {
 		st, err := catalog.Find(c.step)
