@@ -210,7 +210,7 @@ func (p *arenaPane) lessonLines(w int) []string {
 	case h == nil || h.from != s.cur:
 		return wrap(sGood.Render(fmt.Sprintf("%s held under %s. ", upper(stepName(st)), a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
 	}
-	out := wrap(sBad.Render(fmt.Sprintf("✗ Step %d broke. ", st.Number))+sLesson.Render(st.Lesson), w)
+	out := wrap(sBad.Render(fmt.Sprintf("✗ %s broke. ", upper(stepName(st))))+sLesson.Render(st.Lesson), w)
 	return append(out, wrap(sWarn.Render(h.sentence(s.steps)), w)...)
 }
 
@@ -231,6 +231,10 @@ func (p *arenaPane) footer(w int) []string {
 	}
 	var keys []key.Binding
 	if h := s.handoff; s.ar.done && h != nil && h.from == s.cur {
+		if h.base >= 0 {
+			bk := h.jumpKey(s.steps, h.base)
+			keys = append(keys, key.NewBinding(key.WithKeys(bk), key.WithHelp(bk, stepName(s.steps[h.base])+": back to the base")))
+		}
 		if h.next >= 0 {
 			desc := stepName(s.steps[h.next])
 			if h.next == h.fix {

@@ -93,11 +93,19 @@ type handoff struct {
 	next   int            // the next step's index, -1 after the last
 	clears []steps.Kind   // of kinds, those the next step's row clears under sc
 	fix    int            // the first later numbered step that clears every kind, -1 if none
+	// part is the first later numbered step before the fix, other than the next one, that clears
+	// some of the kinds the next one does not (fencing tokens clear oversold under pause, not
+	// overlap), -1 if none; its kinds are partKinds.
+	part      int
+	partKinds []steps.Kind
+	// base is a side road's base when its row clears every kind (the road left a cure behind),
+	// -1 otherwise.
+	base int
 }
 
 // newHandoff works out the hand-off after all[i] broke with kinds under sc.
 func newHandoff(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.Kind) *handoff {
-	h := &handoff{from: i, sc: sc, kinds: kinds, next: nextOf(all, i), fix: -1}
+	h := &handoff{from: i, sc: sc, kinds: kinds, next: nextOf(all, i), fix: -1, part: -1, base: -1}
 	if h.next >= 0 {
 		for _, k := range kinds {
 			if !slices.Contains(all[h.next].Expect[sc], k) {
@@ -112,12 +120,27 @@ func newHandoff(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.Kind)
 		}
 	}
 	// The fix is the first step of the line after this one that clears every kind, in the
-	// line's order (the steps' numbers), whatever the catalog's order.
+	// line's order (the steps' numbers), whatever the catalog's order; on the way, the first that
+	// clears some of them (other than the next one, which the sentence names anyway).
 	for n := from + 1; n <= lastNumber(all) && h.fix < 0; n++ {
 		j := byNumber(all, n)
-		if j >= 0 && !slices.ContainsFunc(kinds, func(k steps.Kind) bool { return slices.Contains(all[j].Expect[sc], k) }) {
-			h.fix = j
+		if j < 0 {
+			continue
 		}
+		left := slices.DeleteFunc(slices.Clone(kinds), func(k steps.Kind) bool { return !slices.Contains(all[j].Expect[sc], k) })
+		switch {
+		case len(left) == 0:
+			h.fix = j
+		case len(left) < len(kinds) && h.part < 0 && j != h.next:
+			cleared := slices.DeleteFunc(slices.Clone(kinds), func(k steps.Kind) bool { return slices.Contains(left, k) })
+			if slices.ContainsFunc(cleared, func(k steps.Kind) bool { return !slices.Contains(h.clears, k) }) {
+				h.part, h.partKinds = j, cleared // it clears something the next step does not
+			}
+		}
+	}
+	if b := baseOf(all, i); b >= 0 && !numbered(all[i]) &&
+		!slices.ContainsFunc(kinds, func(k steps.Kind) bool { return slices.Contains(all[b].Expect[sc], k) }) {
+		h.base = b
 	}
 	return h
 }
@@ -132,27 +155,61 @@ func (h *handoff) jumpKey(all []*steps.Step, i int) string {
 }
 
 // sentence says where to go, in words: the fix and how to reach it, or that no step clears it.
-func (h *handoff) sentence(all []*steps.Step) string {
+func (h *handoff) sentence(all []*steps.Step) string { return h.say(all, true) }
+
+// headline says where the fix is, for a report read away from the lab's keys.
+func (h *handoff) headline(all []*steps.Step) string { return h.say(all, false) }
+
+// say is the hand-off in words; keys says how to open the steps it names with the lab's keys.
+func (h *handoff) say(all []*steps.Step, keys bool) string {
 	kinds := kindList(h.kinds)
-	switch {
-	case h.fix >= 0 && h.fix == h.next:
-		fx := all[h.fix]
-		return fmt.Sprintf("The fix: %s (%s) clears %s under %s — press %s for its diff.", stepName(fx), fx.Title, kinds, h.sc, h.jumpKey(all, h.fix))
-	case h.fix >= 0:
-		fx := all[h.fix]
+	press := func(i int) string {
+		if !keys {
+			return ""
+		}
+		return ": press " + h.jumpKey(all, i) + " for its diff"
+	}
+	if h.base >= 0 {
+		// the side road broke what its base holds: the way on is back to the base
+		b := all[h.base]
+		s := fmt.Sprintf("The fix is to go back: its base, %s (%s), does not break under %s", stepName(b), b.Title, h.sc)
+		if keys {
+			s += " (press " + h.jumpKey(all, h.base) + ")"
+		}
+		return s + "."
+	}
+	var parts []string
+	if h.next >= 0 && h.next != h.fix {
 		nx := all[h.next]
 		now := fmt.Sprintf("%s does not clear %s under %s", stepName(nx), kinds, h.sc)
 		if len(h.clears) > 0 {
 			left := slices.DeleteFunc(slices.Clone(h.kinds), func(k steps.Kind) bool { return slices.Contains(h.clears, k) })
 			now = fmt.Sprintf("%s clears %s, not %s", stepName(nx), kindList(h.clears), kindList(left))
 		}
-		return fmt.Sprintf("%s; the fix is %s (%s): press %s for its diff.", upper(now), stepName(fx), fx.Title, h.jumpKey(all, h.fix))
+		parts = append(parts, now)
 	}
-	s := fmt.Sprintf("No later step clears %s under %s", kinds, h.sc)
+	if h.part >= 0 {
+		pt := all[h.part]
+		parts = append(parts, fmt.Sprintf("%s (%s) clears %s", stepName(pt), pt.Title, kindList(h.partKinds)))
+	}
+	switch {
+	case h.fix >= 0 && h.fix == h.next && len(parts) == 0:
+		fx := all[h.fix]
+		if keys {
+			return fmt.Sprintf("The fix: %s (%s) clears %s under %s — press %s for its diff.", stepName(fx), fx.Title, kinds, h.sc, h.jumpKey(all, h.fix))
+		}
+		return fmt.Sprintf("The fix: %s (%s) clears %s under %s.", stepName(fx), fx.Title, kinds, h.sc)
+	case h.fix >= 0:
+		fx := all[h.fix]
+		parts = append(parts, fmt.Sprintf("the fix is %s (%s)%s", stepName(fx), fx.Title, press(h.fix)))
+		return upper(strings.Join(parts, "; ")) + "."
+	}
+	s := fmt.Sprintf("no later step clears %s under %s", kinds, h.sc)
 	if h.sc == steps.Failover {
 		s += ": no lock on one Redis survives a failover"
 	}
-	return s + " (docs/curriculum.md, module 6)."
+	parts = append(parts, s+" (docs/curriculum.md, module 6)")
+	return upper(strings.Join(parts, "; ")) + "."
 }
 
 // codeNote heads step i's code pane when the learner came from the break.
@@ -161,6 +218,9 @@ func (h *handoff) codeNote(all []*steps.Step, i int) string {
 	base := "the step before"
 	if b := baseOf(all, i); b >= 0 {
 		base = stepName(all[b])
+	}
+	if i == h.base {
+		return fmt.Sprintf("%s does not break under %s; %s's own diff from it is what broke. This is %s's diff from %s", stepName(st), h.sc, stepName(from), stepName(st), base)
 	}
 	if i == h.fix {
 		return fmt.Sprintf("%s is the fix for %s under %s: its diff from %s", stepName(st), stepName(from), h.sc, base)

@@ -83,6 +83,27 @@ func TestHandoffFromTheCatalog(t *testing.T) {
 			t.Errorf("step %d under %s: fix step %d, want step %d", c.from, st.BreakWith, got, c.fix)
 		}
 	}
+	// 12 under pause: the fencing step clears oversold on the way (the resource refuses the stale
+	// write), and the sentence names it; 17, no lock at all, clears both.
+	if i := byNumber(all, 12); i >= 0 && has17 && byNumber(all, 16) >= 0 {
+		h := newHandoff(all, i, steps.Pause, all[i].Expect[steps.Pause])
+		if h.part < 0 || all[h.part].Number != 16 || !slices.Equal(h.partKinds, []steps.Kind{steps.Oversold}) {
+			t.Errorf("12 under pause: on the way %d %v, want step 16 clearing oversold", h.part, h.partKinds)
+		}
+		if s := h.sentence(all); !strings.Contains(s, "step 16 (") || !strings.Contains(s, "clears oversold") || !strings.Contains(s, "the fix is step 17") {
+			t.Errorf("12 under pause: %q", s)
+		}
+	}
+	// The side road beside 04 broke under clock-skew: its base, 04, does not; the sentence says so.
+	for i, st := range all {
+		if st.Slug != "side_getset" {
+			continue
+		}
+		h := newHandoff(all, i, st.BreakWith, st.Expect[st.BreakWith])
+		if s := h.sentence(all); h.base < 0 || !strings.HasPrefix(s, "The fix is to go back: its base, step 4") || !strings.Contains(s, "(press 4)") {
+			t.Errorf("the side road under %s: base %d, %q", st.BreakWith, h.base, s)
+		}
+	}
 }
 
 // TestBaseAndSideRoad: a step's Base, not its place in the catalog, is what the picker says it
@@ -211,5 +232,42 @@ func TestPickerScrollsALongCatalog(t *testing.T) {
 	press(m, "pgdown")
 	if m.cur < 5 || !strings.Contains(m.View(), fmt.Sprintf("▸ %2d", m.cur+1)) {
 		t.Fatalf("pgdn went to index %d:\n%s", m.cur, m.View())
+	}
+}
+
+// TestLikeStep: a graded row is named after the step whose expected row it is, cell for cell;
+// one cell off names the nearest step and the scenario it differs under; a row unlike every step,
+// or with nothing judged, names none.
+func TestLikeStep(t *testing.T) {
+	all := catalog.Steps
+	rowOf := func(st *steps.Step) []cell {
+		var row []cell
+		for _, sc := range steps.Scenarios {
+			row = append(row, cell{Scenario: string(sc), Violations: st.Expect[sc]})
+		}
+		return row
+	}
+	st9 := all[byNumber(all, 9)]
+	if got := likeStep(all, rowOf(st9)); !strings.HasPrefix(got, "Your lock's row is step 9's (") {
+		t.Errorf("09's own row: %q", got)
+	}
+	row := rowOf(st9)
+	row[0].Violations = append(slices.Clone(row[0].Violations), steps.Stuck)
+	if got := likeStep(all, row); !strings.Contains(got, "nearest step 9's") || !strings.HasSuffix(got, "differs under "+row[0].Scenario+".") {
+		t.Errorf("09's row with one cell off: %q", got)
+	}
+	odd := rowOf(st9)
+	for i := range odd {
+		odd[i].Violations = []steps.Kind{steps.Stuck, steps.Overlap, steps.Starved, steps.LostSales}
+	}
+	if got := likeStep(all, odd); got != "" {
+		t.Errorf("a row like no step: %q", got)
+	}
+	none := rowOf(st9)
+	for i := range none {
+		none[i].Unjudged, none[i].Violations = []steps.Kind{steps.Overlap}, nil
+	}
+	if got := likeStep(all, none); got != "" {
+		t.Errorf("nothing judged: %q", got)
 	}
 }

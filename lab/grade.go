@@ -261,6 +261,49 @@ func printGrade(w io.Writer, slug string, row []cell) {
 		}
 	}
 	fmt.Fprintf(w, "\nYour row of the matrix:\n\n%s", renderMatrix(row))
+	if like := likeStep(catalog.Steps, row); like != "" {
+		fmt.Fprintf(w, "\n%s\n", like)
+	}
+}
+
+// likeStep says which step of the catalog the row is like: the first whose expected row is the
+// same in every cell that was judged, or else the nearest and the scenarios it differs under.
+// A row with no judged cell, or no step within three cells of it, is like none ("").
+func likeStep(all []*steps.Step, row []cell) string {
+	best, bestDiff := -1, []string(nil)
+	judged := 0
+	for i, st := range all {
+		if st.Expect == nil { // a learner's own lock in the lab has no row to be like
+			continue
+		}
+		var diff []string
+		judged = 0
+		for _, c := range row {
+			if c.Skipped != "" || len(c.Unjudged) > 0 {
+				continue
+			}
+			judged++
+			want := slices.Clone(st.Expect[steps.Scenario(c.Scenario)])
+			got := slices.Clone(c.Violations)
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(want, got) {
+				diff = append(diff, c.Scenario)
+			}
+		}
+		if best < 0 || len(diff) < len(bestDiff) {
+			best, bestDiff = i, diff
+		}
+	}
+	if best < 0 || judged == 0 || len(bestDiff) > 3 {
+		return ""
+	}
+	switch st := all[best]; {
+	case len(bestDiff) == 0:
+		return fmt.Sprintf("Your lock's row is %s's (%s), cell for cell.", stepName(st), st.Title)
+	default:
+		return fmt.Sprintf("Your lock's row is nearest %s's (%s): it differs under %s.", stepName(st), st.Title, strings.Join(bestDiff, ", "))
+	}
 }
 
 // runLearnerLab builds the lab with p laid over it and runs that lab with args, its output going

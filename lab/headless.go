@@ -63,7 +63,12 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprint(stdout, rep.Text())
 		if len(rep.Violations) > 0 {
-			fmt.Fprintf(stdout, "\nlesson: %s\n", st.Lesson)
+			if sc == st.BreakWith { // the lesson is the story of the step's own break
+				fmt.Fprintf(stdout, "\nlesson: %s\n", st.Lesson)
+			}
+			if i := slices.Index(catalog.Steps, st); i >= 0 {
+				fmt.Fprintf(stdout, "\nnext: %s\n", newHandoff(catalog.Steps, i, sc, rep.Violations).headline(catalog.Steps))
+			}
 		}
 	}
 	if !rep.Complete() {

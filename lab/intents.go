@@ -117,7 +117,17 @@ func (m *model) digit(r rune) tea.Cmd {
 	if byNumber(m.steps, atoi(m.typed)) < 0 {
 		m.msg = fmt.Sprintf("step %s… — type the next digit", m.typed)
 	}
-	return tea.Tick(typeWait, func(time.Time) tea.Msg { return typedMsg{seq} })
+	quit := m.quit
+	return func() tea.Msg {
+		t := time.NewTimer(typeWait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return typedMsg{seq}
+		case <-quit: // the lab is gone: nobody waits for the digit
+			return nil
+		}
+	}
 }
 
 // goTyped goes to the step whose number was typed.

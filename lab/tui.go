@@ -119,6 +119,7 @@ type model struct {
 	gen    int
 	bg     *sync.WaitGroup // sessions stopping in the background
 	typing int             // the number of the latest digit typed, so a stale wait is dropped
+	quit   chan struct{}   // closed when the lab quits: a wait for a digit ends with it
 	// after is the fault that hit a buyer, until the status line has said what came of it
 	after *aftermath
 
@@ -145,7 +146,7 @@ func newModel(o tuiOptions) *model {
 		st.steps = catalog.Steps
 	}
 	g := newGlobalKeys(st.steps)
-	m := &model{state: st, opt: o, slow: o.slow, buyers: o.buyers, bg: &sync.WaitGroup{}, keys: g,
+	m := &model{state: st, opt: o, slow: o.slow, buyers: o.buyers, bg: &sync.WaitGroup{}, keys: g, quit: make(chan struct{}),
 		picker: newPicker(st, g), arenaP: newArenaPane(st, g), code: newCodePane(st, g)}
 	hk := newHelpKeys(g)
 	m.helpP = newHelpPane(hk, everyKey(g, m.picker.keys, m.arenaP.keys, m.code.keys, hk))
@@ -224,6 +225,11 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, g.Quit):
 		m.stopSession()
+		select {
+		case <-m.quit: // a second q before the first one's Quit arrived
+		default:
+			close(m.quit)
+		}
 		return tea.Quit
 	case m.help:
 		return m.intent(m.helpP.Update(k))

@@ -25,6 +25,7 @@ import (
 	redlock "github.com/lockstep-lab/lockstep/steps/15_redlock"
 	fencing "github.com/lockstep-lab/lockstep/steps/16_fencing"
 	atomicstock "github.com/lockstep-lab/lockstep/steps/17_atomic_stock"
+	delex "github.com/lockstep-lab/lockstep/steps/side_delex"
 	getset "github.com/lockstep-lab/lockstep/steps/side_getset"
 
 	"github.com/lockstep-lab/lockstep/steps"
@@ -264,6 +265,28 @@ var Steps = []*steps.Step{
 		},
 	},
 	{
+		Slug: "side_delex", Number: 0, Base: "09_lua_unlock", Side: true,
+		Title:     "Side road: compare-and-delete in one command (DELEX IFEQ)",
+		Claim:     "Unlock is one command, DELEX key IFEQ token: Redis deletes the key only if it still holds the token, with no Lua.",
+		Article:   "not in the articles: the Redis and Valkey lock pages (DELEX, Redis 8.4 and Valkey 9.2); 002's unlock.lua makes the same 0",
+		Fixes:     "Nothing step 09 had not: the check and the delete are still one atomic step, now a command the server knows instead of a script.",
+		Breaks:    "What breaks step 09: a failover to a replica that never saw the lock, a pause past the lease. And DELEX's 0 means both \"not yours\" and \"already gone\".",
+		Hint:      "Fail the lock primary over right after the holder's lock write.",
+		Lesson:    "A built-in command does what the script did, no more: the same atomic compare-and-delete, the same row of the matrix. It still answers 0 for a lock another holds and for one that expired with nobody in it (002's unlock script made the same mistake), and on one Redis a failover still hands the lock out twice.",
+		BreakWith: steps.Failover,
+		Needs:     []steps.Need{{Command: "DELEX", Since: "Redis ≥ 8.4 or Valkey ≥ 9.2"}},
+		New:       delex.New, Order: delex.Order, Source: delex.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:       {overlap, oversold},
+			steps.Failover:    {overlap, oversold},
+			steps.Load:        {flood},
+			steps.Partition:   {overlap, oversold},
+			steps.TwoRequests: {overlap, oversold},
+			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
+		},
+	},
+	{
 		Slug: "10_retry_jitter", Number: 10, Base: "09_lua_unlock",
 		Title:     "Retry with a random back-off",
 		Claim:     "A buyer who finds the lock taken waits a pause with jitter and tries again, for a bounded time: no flood.",
@@ -415,5 +438,16 @@ func Find(s string) (*steps.Step, error) {
 			return st, nil
 		}
 	}
-	return nil, fmt.Errorf("unknown step %q (want 01…%02d or a name such as %s)", s, len(Steps), Steps[3].Slug)
+	last, sides := 0, []string{}
+	for _, st := range Steps {
+		if st.Side {
+			sides = append(sides, st.Slug)
+		}
+		last = max(last, st.Number)
+	}
+	want := fmt.Sprintf("01…%02d", last)
+	if len(sides) > 0 {
+		want += ", a side road (" + strings.Join(sides, ", ") + ")"
+	}
+	return nil, fmt.Errorf("unknown step %q (want %s or a name such as %s)", s, want, Steps[3].Slug)
 }
