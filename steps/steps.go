@@ -89,6 +89,14 @@ var (
 	ErrFenced = errors.New("steps: the inventory refused a stale fencing token")
 )
 
+// Need is a Redis command a step sends that older servers do not run. Hazard: it names a command,
+// not an option of one: a server that runs SET may still refuse SET … IFEQ, and a server is asked
+// only whether it knows the command's name.
+type Need struct {
+	Command string // "DELEX", as COMMAND INFO spells it
+	Since   string // the first releases that run it, as a reason says: "Redis 8.4 or Valkey 9.2"
+}
+
 // Step describes one iteration of the lock as data: the lab's picker, the matrix and the tests all
 // read the same descriptor.
 type Step struct {
@@ -107,6 +115,9 @@ type Step struct {
 	Lesson  string // shown after it breaks
 	// BreakWith is the canned scenario that breaks this step, or "" if none on one Redis does.
 	BreakWith Scenario
+	// Needs names the commands the step sends that not every Redis runs (DELEX). A run on a lock
+	// node whose server lacks one is not played: it says why (sim.ErrCannotStage), never passes.
+	Needs []Need
 
 	// New builds the step's Locker for one process.
 	New func(p Proc) Locker

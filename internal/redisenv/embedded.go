@@ -241,6 +241,21 @@ func (n *embNode) CanRestart() bool { return true }
 // Outage is short: an in-process restart or promotion takes well under a millisecond.
 func (n *embNode) Outage() time.Duration { return 10 * time.Millisecond }
 
+// Lacks reads the current primary's command table: miniredis answers COMMAND (and COMMAND INFO)
+// with a fixed list of Redis 5's commands, whatever it runs.
+func (n *embNode) Lacks(_ context.Context, cmds []string) ([]string, string, error) {
+	n.mu.Lock()
+	srv := n.primary.srv
+	n.mu.Unlock()
+	var lacks []string
+	for _, c := range cmds {
+		if !srv.IsRegisteredCommand(c) {
+			lacks = append(lacks, c)
+		}
+	}
+	return lacks, miniredisName(), nil
+}
+
 // HoldReplication stops the feed: the replica keeps what it has and hears nothing more.
 func (n *embNode) HoldReplication() {
 	n.feedMu.Lock()

@@ -69,6 +69,12 @@ type Node interface {
 	// and it comes back at the same address having forgotten every key (its replica, if any,
 	// follows it empty). Hazard: this is what a lock loses to a restart that has no fsync.
 	Restart(ctx context.Context) error
+	// Lacks says which of cmds (command names: "DELEX") the node's server does not run, and
+	// names that server ("Redis 7.0.15", "miniredis v2.40.0") for a reason to give. It changes
+	// nothing on the node. Hazard: it asks about a command's name, not its options (a server that
+	// runs SET may refuse SET … IFEQ); the embedded backend reads miniredis's own command table,
+	// since miniredis answers COMMAND with a fixed list.
+	Lacks(ctx context.Context, cmds []string) (lacks []string, server string, err error)
 }
 
 // Options says what topology a run needs.

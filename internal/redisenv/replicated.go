@@ -162,6 +162,11 @@ func (n *replNode) CanRestart() bool { return true }
 // Outage is the primary's: failover and restart both wait for its kill or restart.
 func (n *replNode) Outage() time.Duration { return n.primary.outage() }
 
+// Lacks asks the current primary (COMMAND INFO, INFO server).
+func (n *replNode) Lacks(ctx context.Context, cmds []string) ([]string, string, error) {
+	return askLacks(ctx, n.admin, cmds)
+}
+
 // Watch watches the keys under prefix through the node's keyspace events (see notifyWatcher). It checks that the
 // primary publishes them: a node that did not would look unchanged to the referee for ever.
 func (n *replNode) Watch(prefix, except string) (Watcher, error) {

@@ -119,6 +119,11 @@ func (n urlNode) Restart(context.Context) error {
 	return errors.New("redisenv: the url backend is an existing server; the lab does not restart it")
 }
 
+// Lacks asks the server (COMMAND INFO, INFO server); neither changes anything.
+func (n urlNode) Lacks(ctx context.Context, cmds []string) ([]string, string, error) {
+	return askLacks(ctx, n.u.admin, cmds)
+}
+
 // Watch watches the keys under prefix exactly through keyspace events if the server already publishes them
 // (notify-keyspace-events with K and every class); otherwise by reading the key before and after
 // each command, which is exact except near an expiry and says so. It never changes the server's

@@ -168,6 +168,9 @@ func Run(ctx context.Context, cfg Config, sc steps.Scenario) (*Report, error) {
 	if _, ok := steps.Judges[sc]; !ok {
 		return nil, errors.New("sim: unknown scenario " + string(sc))
 	}
+	if err := lacking(ctx, cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Timing == (Timing{}) {
 		cfg.Timing = DefaultTiming()
 	}
@@ -566,9 +569,46 @@ func (a *Arena) frozeBefore(p *process) string {
 	return ""
 }
 
+// lacking is why cfg's step cannot be played on cfg's lock nodes, wrapping ErrCannotStage: a
+// command it needs (Step.Needs) that a node's server does not run. It asks before anything is
+// played, so a server without the command gives a reason, never a verdict: played anyway, its
+// refusals would read as a lock that merely failed to unlock.
+func lacking(ctx context.Context, cfg Config) error {
+	if cfg.Step == nil || len(cfg.Step.Needs) == 0 {
+		return nil
+	}
+	cmds := make([]string, len(cfg.Step.Needs))
+	for i, n := range cfg.Step.Needs {
+		cmds[i] = n.Command
+	}
+	for _, node := range cfg.Env.Nodes() {
+		lacks, server, err := node.Lacks(ctx, cmds)
+		if err != nil {
+			return fmt.Errorf("sim: %s node: %w", node.Name(), err)
+		}
+		if len(lacks) == 0 {
+			continue
+		}
+		var want []string
+		for _, n := range cfg.Step.Needs {
+			if slices.Contains(lacks, n.Command) {
+				want = append(want, fmt.Sprintf("%s (%s)", n.Command, n.Since))
+			}
+		}
+		it := "it"
+		if len(want) > 1 {
+			it = "them"
+		}
+		return fmt.Errorf("%w: %s needs %s, and the %s backend's %s node runs %s, which lacks %s",
+			ErrCannotStage, cfg.Step.Slug, joinAnd(want), cfg.Env.Backend(), node.Name(), server, it)
+	}
+	return nil
+}
+
 // ErrCannotStage is Run's answer for a scenario the backend cannot play: a failover with no
-// replica to promote, a restart of a server the lab does not own. It is no verdict: a matrix
-// shows the cell as skipped, with the reason.
+// replica to promote, a restart of a server the lab does not own, a step whose commands the
+// server does not run (Step.Needs). It is no verdict: a matrix shows the cell as skipped, with
+// the reason.
 var ErrCannotStage = errors.New("sim: the backend cannot stage this scenario")
 
 func waitFor(c <-chan struct{}, d time.Duration) bool {

@@ -82,7 +82,11 @@ func Run(t *testing.T, st *steps.Step) {
 			}
 			rep, err := Play(t, st, sc)
 			if errors.Is(err, sim.ErrCannotStage) {
-				t.Skip(err) // a failover with no replica, a restart of a server the lab does not own
+				// A failover with no replica, a restart of a server the lab does not own, a
+				// command the server does not run (Step.Needs: DELEX on redis-server 7.0). Each
+				// is what the backend that was asked for can do, not a backend that is missing,
+				// so it skips under CI=true too, with its reason.
+				t.Skip(err)
 			}
 			if err != nil {
 				t.Fatal(err)
