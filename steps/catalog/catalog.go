@@ -274,7 +274,7 @@ var Steps = []*steps.Step{
 		Hint:      "Fail the lock primary over right after the holder's lock write.",
 		Lesson:    "A built-in command does what the script did, no more: the same atomic compare-and-delete, the same row of the matrix. It still answers 0 for a lock another holds and for one that expired with nobody in it (002's unlock script made the same mistake), and on one Redis a failover still hands the lock out twice.",
 		BreakWith: steps.Failover,
-		Needs:     []steps.Need{{Command: "DELEX", Since: "Redis ≥ 8.4 or Valkey ≥ 9.2"}},
+		Needs:     delex.Needs,
 		New:       delex.New, Order: delex.Order, Source: delex.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:       {overlap, oversold},

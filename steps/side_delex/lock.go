@@ -32,6 +32,12 @@ type Locker struct {
 	done  chan struct{} // closed when the watchdog has stopped
 }
 
+// Needs is what this road asks of the server beyond step 09's commands: DELEX, which Redis 8.4 and
+// Valkey 9.2 run and older servers refuse with an error. The catalog hands it to the lab
+// (steps.Step.Needs), which does not play a run on a server without it: its releases would all be
+// refused, and the run would judge a lock that never unlocks.
+var Needs = []steps.Need{{Command: "DELEX", Since: "Redis ≥ 8.4 or Valkey ≥ 9.2"}}
+
 // New returns a Locker with a fresh random owner token: 16 random bytes, unique to the process,
 // as the articles' UUID (a thread id repeats across machines).
 func New(p steps.Proc) steps.Locker {
