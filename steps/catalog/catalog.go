@@ -25,6 +25,7 @@ import (
 	redlock "github.com/lockstep-lab/lockstep/steps/15_redlock"
 	fencing "github.com/lockstep-lab/lockstep/steps/16_fencing"
 	atomicstock "github.com/lockstep-lab/lockstep/steps/17_atomic_stock"
+	aspect "github.com/lockstep-lab/lockstep/steps/side_aspect"
 	delex "github.com/lockstep-lab/lockstep/steps/side_delex"
 	getset "github.com/lockstep-lab/lockstep/steps/side_getset"
 
@@ -325,6 +326,28 @@ var Steps = []*steps.Step{
 			steps.Partition: {overlap, oversold},
 			steps.Greedy:    {starved},
 			steps.Restart:   {overlap, oversold},
+		},
+	},
+	{
+		Slug: "side_aspect", Number: 0, Base: "11_hash_owner", Side: true,
+		Title:     "Side road: the lock as an around-advice (WithLock)",
+		Claim:     "WithLock(ctx, locker, key, fn) takes the lock with 002's retries, runs fn, and gives the lock back: the caller cannot forget the unlock.",
+		Article:   "002 — 基于注解切面简化实现分布式锁 (@RedisLock, RedisLockAspect.around)",
+		Fixes:     "Nothing step 11 had not: the lock and its unlock move into one helper, with a per-request map of key → request id for nested calls.",
+		Breaks:    "The unlock runs on the normal path only: an error leaves the lock taken, and the watchdog renews it for as long as the process lives. 30 short tries turn buyers away and flood Redis.",
+		Hint:      "Make the holder's work fail (error) and watch every later buyer get refused.",
+		Lesson:    "An around-advice without a finally is step 02's handler again, inside a helper: every error path skips the unlock. With a watchdog it is worse than a lock left to its TTL — the lease is renewed for as long as the process lives. The fix is one word, defer: step 03's try/finally, which step 11, this road's base, already has.",
+		BreakWith: steps.Error,
+		New:       aspect.New, Order: aspect.Order, Source: aspect.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Contention: {lost},
+			steps.Error:      {stuck},
+			steps.Pause:      {overlap, oversold},
+			steps.Failover:   {overlap, oversold},
+			steps.Load:       {flood},
+			steps.Partition:  {overlap, oversold},
+			steps.Greedy:     {starved},
+			steps.Restart:    {overlap, oversold},
 		},
 	},
 	{

@@ -1,0 +1,13 @@
+-- unlock.lua gives back one hold of the request ARGV[1] on the lock KEYS[1]. Returns -1 when the
+-- request does not hold it (its lease ran out, or another request holds it now), 0 when that was
+-- its last hold and the lock is deleted, and the holds it has left otherwise. The article's script
+-- answers 0 both for "still held" and for "not yours"; a caller must be able to tell them apart.
+if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
+  return -1
+end
+local holds = redis.call("HINCRBY", KEYS[1], ARGV[1], -1)
+if holds > 0 then
+  return holds
+end
+redis.call("DEL", KEYS[1])
+return 0
