@@ -375,7 +375,10 @@ func runDocCmd(t *testing.T, c docCmd) {
 		n, _ := strconv.Atoi(m[1])
 		want = append(want, n)
 	}
+	_, answer := exerciseOf(args)
 	switch {
+	case answer && len(want) > 0:
+		// An exercise's answer: its grade is the one the text gives (exercises_test.go).
 	case len(args) > 0 && args[0] == "grade" && !slices.Equal(want, []int{2}):
 		// A grade is given: which one is the lock's, not the command's. A folder the text shows
 		// as an example is made from step 09 (a text that says the grade exits 2 shows bad input).
@@ -386,7 +389,14 @@ func runDocCmd(t *testing.T, c docCmd) {
 	}
 	var out, errw bytes.Buffer
 	start := time.Now()
-	err := run(args, &out, &errw)
+	var err error
+	if answer { // graded once with every other answer, as lab grade grades it (exercises_test.go)
+		var stdout string
+		stdout, err = gradeExercise(t, args)
+		out.WriteString(stdout)
+	} else {
+		err = run(args, &out, &errw)
+	}
 	took := time.Since(start)
 	if errors.Is(err, redisenv.ErrNoDocker) && os.Getenv("CI") != "true" {
 		t.Skipf("%s needs Docker: %v", c.where, err)
@@ -465,6 +475,15 @@ func docClaims(t *testing.T, c docCmd, args []string, stdout, stderr string, too
 			t.Logf("%s: a count of commands follows the machine's speed, and -race slows every goroutine: the text's count is checked without -race", c.where)
 		} else if strings.Contains(ctx, "command") {
 			checkCount(t, c.where, ctx, rep.CommandsPerOrder, func() float64 { return replay().CommandsPerOrder })
+		}
+	}
+	// What the text quotes of a report or a grade, in backticks in the sentence after the command,
+	// is in what the command printed (quotedOutput).
+	if (args[0] == "run" || args[0] == "grade") && !slices.Contains(args, "-json") {
+		for _, q := range quotedOutput(ctx) {
+			if !quoteRe(q).MatchString(stdout) {
+				t.Errorf("%s: the text quotes `%s`; go run ./lab %s printed no such line:\n%s", c.where, q, strings.Join(c.args, " "), stdout)
+			}
 		}
 	}
 	// Saved runs judged again: every one to the verdict it earned when it was played.
@@ -548,6 +567,36 @@ func docClaims(t *testing.T, c docCmd, args []string, stdout, stderr string, too
 	if m := regexp.MustCompile(`(about|under|in) [0-9]+ ?(s|min|minutes?|seconds?)\b`).FindString(ctx); m != "" {
 		t.Logf("%s: the text says %q; it took %s here (%d cores shared with other work: not judged)", c.where, m, took.Round(time.Second), runtime.NumCPU())
 	}
+}
+
+// quotedOutput is what a sentence after a command quotes of its output: its spans in backticks,
+// but a command or a kind alone (a kind is checked against the verdict, confirm and all).
+func quotedOutput(ctx string) []string {
+	var out []string
+	for _, m := range spanRe.FindAllStringSubmatch(ctx, -1) {
+		q := strings.Join(strings.Fields(m[1]), " ")
+		if goRunLab.MatchString(q) || slices.Contains(allKinds(), steps.Kind(q)) {
+			continue
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// quoteRe matches a quote in a command's output: its words as written, the spaces of a quote
+// broken across lines as any space, and any number as any number — a duration or a count is one
+// run's (the documentation says so), the words around it are the lab's.
+func quoteRe(q string) *regexp.Regexp {
+	num := regexp.MustCompile(`[0-9]+(?:\.[0-9]+)?`)
+	var b strings.Builder
+	last := 0
+	for _, m := range num.FindAllStringIndex(q, -1) {
+		b.WriteString(regexp.QuoteMeta(q[last:m[0]]))
+		b.WriteString(`[0-9]+(?:\.[0-9]+)?`)
+		last = m[1]
+	}
+	b.WriteString(regexp.QuoteMeta(q[last:]))
+	return regexp.MustCompile(regexp.MustCompile(` +`).ReplaceAllString(b.String(), `\s+`))
 }
 
 // checkCount checks a count of commands the text gives in words: "over a thousand", "over 500",
