@@ -46,6 +46,8 @@ type arena struct {
 	fenceBy string  // the latest of them in words
 	loss    string  // what the last lock loss was: "failover" or "restart"
 
+	zoomed int // the columns a finished scenario's lanes were last drawn to fit (zoom)
+
 	// a canned run's outcome
 	done bool
 	rep  *sim.Report
@@ -65,6 +67,30 @@ func newArena(sc steps.Scenario, t sim.Timing, stock int, lockKey string, canFai
 }
 
 func (a *arena) bucket(d time.Duration) int64 { return int64(d / a.res) }
+
+// zoom redraws a finished scenario's lanes at the resolution that fits its whole run in cols
+// columns, from its events: a short break is not five columns at the left of a fixed axis, nor a
+// long one cut. Live buyers scroll instead; a run whose oldest events were dropped is left as it
+// is drawn.
+func (a *arena) zoom(cols int) {
+	if !a.done || a.scenario == "" || cols == a.zoomed || a.last <= 0 || a.hist.base > 0 {
+		return
+	}
+	a.zoomed = cols
+	res := max(a.last/time.Duration(max(cols-6, 4)), time.Millisecond) // room for marks spilling past the end
+	if res == a.res {
+		return
+	}
+	z := newArena(a.scenario, a.timing, -1, a.lockKey, a.canFail, len(a.nodes))
+	z.res, z.noLock = res, a.noLock
+	for i := a.hist.base; i <= a.hist.last(); i++ {
+		z.fold(a.hist.at(i).ev)
+	}
+	a.res, a.lanes, a.lock = res, z.lanes, z.lock
+	if a.rw != nil {
+		a.rw.endB = a.bucket(a.now)
+	}
+}
 
 func (a *arena) buyer(n int) *lane {
 	for len(a.lanes) < n {
@@ -170,7 +196,11 @@ func (a *arena) fold(e sim.Event) {
 		}
 	case sim.EvStart:
 		l.under[e.Order] = true
-		l.order(e.Order, true, false)
+		if a.noLock { // no lock to wait for: the order is at work from the start
+			l.work[e.Order] = true
+		} else {
+			l.order(e.Order, true, false)
+		}
 		l.touch(b)
 	case sim.EvEnter:
 		if a.initial < 0 { // a scenario's stock is known from its first read
@@ -199,6 +229,7 @@ func (a *arena) fold(e sim.Event) {
 		}
 	case sim.EvDone:
 		delete(l.under, e.Order)
+		delete(l.work, e.Order)
 		l.order(e.Order, false, false)
 		if !l.inside {
 			l.overlap = false
@@ -225,6 +256,7 @@ func (a *arena) fold(e sim.Event) {
 		}
 		a.overlapLogged[pair] = true
 	case sim.EvFenced:
+		l.mark(b, markFenced)
 		a.fenced++
 		a.fenceBy = fmt.Sprintf("buyer %d's token %d < the highest seen", e.Buyer, e.Token)
 		a.logf(e.At, "%s", e.Words())
@@ -254,6 +286,7 @@ func (a *arena) fold(e sim.Event) {
 		l.crashed, l.frozen, l.cut, l.holding = true, false, false, false
 		clear(l.waitO)
 		clear(l.under)
+		clear(l.work)
 		l.order(0, false, false)
 		l.touch(b)
 		a.logf(e.At, "%s", e.Words())

@@ -66,8 +66,14 @@ func (p *arenaPane) Update(k tea.KeyMsg) tea.Msg {
 func (p *arenaPane) View() string {
 	w, h, s := p.w, p.h, p.s
 	a := s.ar
-	if a == nil {
-		return "\n" + strings.Join(wrap(sWarn.Render(oneLine(s.msg)), w), "\n")
+	if a == nil { // nothing on the arena yet (a search under way, Redis that would not start)
+		k := p.keys
+		body := append([]string{""}, wrap(sWarn.Render(oneLine(s.msg)), w)...)
+		foot := strings.Split(footer(w, []key.Binding{k.Reset, k.g.Break, k.Code, k.Back, k.g.Help, k.g.Quit}), "\n")
+		for len(body)+len(foot) < h {
+			body = append(body, "")
+		}
+		return strings.Join(append(body, foot...), "\n")
 	}
 	// What must be on screen, then what fills the room left, in this order: every buyer lane,
 	// the lock server's line, the claim, the legend, the log.
@@ -88,6 +94,12 @@ func (p *arenaPane) View() string {
 	}
 	lanes := max(min(len(a.lanes), free), 0)
 	free -= lanes
+	// a few log lines before the optional lines: the log says in words what the lanes draw
+	logMin := 0
+	if len(a.log) > 0 && free >= 3 {
+		logMin = 1 + min(3, len(a.log), free-1) // the LOG title and its lines
+	}
+	free -= logMin
 	showTopo, showClaim := topoNeeded, false
 	if free > 0 && !topoNeeded && !a.multi() {
 		showTopo, free = true, free-1
@@ -99,7 +111,7 @@ func (p *arenaPane) View() string {
 	case free > 0:
 		showClaim, free, claim = true, free-1, []string{sDim.Render(ansi.Truncate(s.step().Claim, w, "…"))}
 	}
-	legend := legendLines(w)
+	legend := legendLines(w, a)
 	legendN := 0
 	switch {
 	case free >= len(legend):
@@ -108,7 +120,7 @@ func (p *arenaPane) View() string {
 		legendN = 1
 	}
 	free -= legendN
-	logN := max(0, min(free-1, len(a.log))) // the LOG title takes a line
+	logN := max(0, min(free+logMin-1, len(a.log))) // the LOG title takes a line
 
 	var out []string
 	if showClaim {
@@ -208,9 +220,9 @@ func (p *arenaPane) lessonLines(w int) []string {
 	case (h == nil || h.from != s.cur) && a.rep != nil && !a.rep.Complete():
 		return wrap(sWarn.Render(fmt.Sprintf("No verdict for %s under %s: ", stepName(st), a.scenario))+"what the referee could not see is said above. Press b to replay, r for live buyers.", w)
 	case h == nil || h.from != s.cur:
-		return wrap(sGood.Render(fmt.Sprintf("%s held under %s. ", upper(stepName(st)), a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
+		return wrap(sGood.Render(fmt.Sprintf("%s held under %s. ", stepTitle(st), a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
 	}
-	out := wrap(sBad.Render(fmt.Sprintf("✗ %s broke. ", upper(stepName(st))))+sLesson.Render(st.Lesson), w)
+	out := wrap(sBad.Render(fmt.Sprintf("✗ %s broke. ", stepTitle(st)))+sLesson.Render(st.Lesson), w)
 	return append(out, wrap(sWarn.Render(h.sentence(s.steps)), w)...)
 }
 
@@ -243,6 +255,10 @@ func (p *arenaPane) footer(w int) []string {
 			jk := h.jumpKey(s.steps, h.next)
 			keys = append(keys, key.NewBinding(key.WithKeys(jk), key.WithHelp(jk, desc)))
 		}
+		if h.part >= 0 {
+			pk := h.jumpKey(s.steps, h.part)
+			keys = append(keys, key.NewBinding(key.WithKeys(pk), key.WithHelp(pk, stepName(s.steps[h.part])+": clears "+kindList(h.partKinds))))
+		}
 		if h.fix >= 0 && h.fix != h.next {
 			n := h.jumpKey(s.steps, h.fix)
 			keys = append(keys, key.NewBinding(key.WithKeys(n), key.WithHelp(n, stepName(s.steps[h.fix])+": the fix")))
@@ -258,17 +274,21 @@ func (p *arenaPane) footer(w int) []string {
 }
 
 var legendItems = [][]string{
-	{"█ inside", "▓ OVERLAP", "═ holds", "· waits", "~ spins", "‖ frozen", "× crashed", "┄/▒ cut off", "─/═ lock free/held"},
-	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "F/R/? failover/restart/lost"},
+	{"█ inside", "░ works, no lock", "▓ OVERLAP", "═ holds", "· waits", "~ spins", "‖ frozen", "× crashed", "┄/▒ cut off", "─/═ lock free/held"},
+	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "⊘ stale write refused", "F/R/? failover/restart/lost"},
 }
 
 // legendLines packs the timeline's legend into lines of w columns: the lanes' glyphs first, then
-// the marks, in one flow.
-func legendLines(w int) []string {
+// the marks, in one flow. Work without a lock is explained only where no lock is taken, a refused
+// write only once one was refused.
+func legendLines(w int, a *arena) []string {
 	var out []string
 	cur := ""
 	for _, items := range legendItems {
 		for _, it := range items {
+			if (strings.HasPrefix(it, "░") && !a.noLock) || (strings.HasPrefix(it, "⊘") && a.fenced == 0) {
+				continue
+			}
 			if cur != "" && ansi.StringWidth(cur)+2+ansi.StringWidth(it) > w {
 				out = append(out, sDim.Render(cur))
 				cur = ""

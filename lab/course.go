@@ -46,6 +46,14 @@ func stepName(st *steps.Step) string {
 	return st.Slug
 }
 
+// stepTitle is stepName at the start of a sentence: "Step 4", a side road's slug as it is.
+func stepTitle(st *steps.Step) string {
+	if numbered(st) {
+		return upper(stepName(st))
+	}
+	return stepName(st)
+}
+
 // baseOf is the index of the step that all[i] grew from (its Base: its code pane diffs against
 // it), or -1 for the first, or a base the catalog does not hold.
 func baseOf(all []*steps.Step, i int) int {
@@ -101,11 +109,25 @@ type handoff struct {
 	// base is a side road's base when its row clears every kind (the road left a cure behind),
 	// -1 otherwise.
 	base int
+	// like is, for the learner's own lock, the last step of the line that breaks with every one
+	// of its kinds under sc (the fix is sought after it), -1 otherwise.
+	like int
 }
 
 // newHandoff works out the hand-off after all[i] broke with kinds under sc.
 func newHandoff(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.Kind) *handoff {
-	h := &handoff{from: i, sc: sc, kinds: kinds, next: nextOf(all, i), fix: -1, part: -1, base: -1}
+	h := &handoff{from: i, sc: sc, kinds: kinds, next: nextOf(all, i), fix: -1, part: -1, base: -1, like: -1}
+	if isLearner(all[i]) {
+		// The learner's own lock is on no line: it broke as the last step that breaks with every
+		// one of these kinds under sc, and the fix is sought after that one.
+		h.next = -1
+		for j, st := range all {
+			if numbered(st) && !slices.ContainsFunc(kinds, func(k steps.Kind) bool { return !slices.Contains(st.Expect[sc], k) }) &&
+				(h.like < 0 || st.Number > all[h.like].Number) {
+				h.like = j
+			}
+		}
+	}
 	if h.next >= 0 {
 		for _, k := range kinds {
 			if !slices.Contains(all[h.next].Expect[sc], k) {
@@ -118,6 +140,9 @@ func newHandoff(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.Kind)
 		if b := baseOf(all, i); b >= 0 {
 			from = all[b].Number
 		}
+	}
+	if h.like >= 0 {
+		from = all[h.like].Number
 	}
 	// The fix is the first step of the line after this one that clears every kind, in the
 	// line's order (the steps' numbers), whatever the catalog's order; on the way, the first that
@@ -179,6 +204,10 @@ func (h *handoff) say(all []*steps.Step, keys bool) string {
 		return s + "."
 	}
 	var parts []string
+	if h.like >= 0 {
+		lk := all[h.like]
+		parts = append(parts, fmt.Sprintf("under %s it breaks as %s (%s) does", h.sc, stepName(lk), lk.Title))
+	}
 	if h.next >= 0 && h.next != h.fix {
 		nx := all[h.next]
 		now := fmt.Sprintf("%s does not clear %s under %s", stepName(nx), kinds, h.sc)
@@ -226,8 +255,11 @@ func (h *handoff) codeNote(all []*steps.Step, i int) string {
 		return fmt.Sprintf("%s is the fix for %s under %s: its diff from %s", stepName(st), stepName(from), h.sc, base)
 	}
 	note := fmt.Sprintf("%s: its diff from %s — it does not clear %s under %s", stepName(st), base, kindList(h.kinds), h.sc)
-	if i == h.next && len(h.clears) > 0 {
+	switch {
+	case i == h.next && len(h.clears) > 0:
 		note = fmt.Sprintf("%s: its diff from %s — it clears %s under %s, not all of %s", stepName(st), base, kindList(h.clears), h.sc, kindList(h.kinds))
+	case i == h.part:
+		note = fmt.Sprintf("%s: its diff from %s — it clears %s under %s, not all of %s", stepName(st), base, kindList(h.partKinds), h.sc, kindList(h.kinds))
 	}
 	if h.fix >= 0 {
 		note += fmt.Sprintf("; %s is the fix (press %d)", stepName(all[h.fix]), all[h.fix].Number)

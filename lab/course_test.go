@@ -271,3 +271,22 @@ func TestLikeStep(t *testing.T) {
 		t.Errorf("nothing judged: %q", got)
 	}
 }
+
+// TestHandoffForTheLearner: the learner's own lock (no row of the matrix) broke as the last step
+// that breaks with the same kinds under the scenario; the fix is sought after that step, not
+// from step 1 (step 2 "clears" overlap under pause only by never letting go).
+func TestHandoffForTheLearner(t *testing.T) {
+	mine := &steps.Step{Slug: "steps/mine", Side: true}
+	all := append(slices.Clone(catalog.Steps), mine)
+	i := len(all) - 1
+	learner = mine // not parallel: no other test runs while it is set
+	defer func() { learner = nil }()
+	kinds := catalog.Steps[byNumber(catalog.Steps, 13)].Expect[steps.Pause]
+	h := newHandoff(all, i, steps.Pause, kinds)
+	if h.next != -1 || h.like < 0 || all[h.like].Number != 15 || h.fix < 0 || all[h.fix].Number != 17 {
+		t.Fatalf("next %d, like %d, fix %d", h.next, h.like, h.fix)
+	}
+	if s := h.sentence(all); !strings.HasPrefix(s, "Under pause it breaks as step 15 (") || !strings.Contains(s, "step 16 (") || !strings.Contains(s, "the fix is step 17 (") {
+		t.Errorf("%q", s)
+	}
+}

@@ -42,6 +42,10 @@ var (
 	learnerDir string
 )
 
+// isLearner tells whether st is the learner's own lock: a step with no row of the matrix, whose
+// breaks the lab must find by playing.
+func isLearner(st *steps.Step) bool { return learner != nil && st == learner }
+
 // registerLearner is what the overlaid file calls from its init: it makes the learner's package a
 // step of this binary's catalog, a side road at the end of the picker. order nil means the
 // package has no Order: steps.DefaultOrder (step 03's try/finally handler) places its orders.
@@ -58,13 +62,13 @@ func registerLearner(dir, slug string, nodes int, newFn func(steps.Proc) steps.L
 	}
 	learner = &steps.Step{
 		Slug: slug, Side: true, Nodes: nodes,
-		Title:   "Your lock: " + slug,
+		Title:   "The lock in " + slug,
 		Claim:   "The lock in " + slug + ", played against every scenario as the steps are.",
 		Article: "yours",
 		Fixes:   "What you changed.",
 		Breaks:  "Whatever the referee finds: go run ./lab grade " + slug + " plays every scenario.",
 		Hint:    "Inject each fault into the holder, or grade it headless.",
-		Lesson:  "Read the referee's sentence, then find the step whose row of the matrix clears that kind.",
+		Lesson:  "The referee's sentence above says what happened; below, the steps of the line that clear it.",
 		New:     newFn, Order: order, Source: src,
 	}
 	learnerDir = dir
@@ -273,7 +277,7 @@ func likeStep(all []*steps.Step, row []cell) string {
 	best, bestDiff := -1, []string(nil)
 	judged := 0
 	for i, st := range all {
-		if st.Expect == nil { // a learner's own lock in the lab has no row to be like
+		if isLearner(st) { // the learner's own lock in the lab has no row to be like
 			continue
 		}
 		var diff []string

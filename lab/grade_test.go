@@ -249,8 +249,10 @@ func regexpLine(s, re string) bool {
 	return false
 }
 
-// TestTmuxDir opens the real lab with -dir on a copy of step 09: the learner's lock is the
-// picker's last line, its arena runs live buyers through it, and q gives the terminal back.
+// TestTmuxDir opens the real lab with -dir on a copy of step 13: the learner's lock is the
+// picker's last line, its arena runs live buyers through it, b finds a scenario that breaks it
+// (a copy of 13 breaks, it is not "unbreakable") and names the step that clears it, and q gives
+// the terminal back.
 func TestTmuxDir(t *testing.T) {
 	t.Parallel() // grade builds and runs a binary of its own
 	needTmux(t)
@@ -258,18 +260,21 @@ func TestTmuxDir(t *testing.T) {
 		t.Skip("-short: the tmux test builds and runs the binary")
 	}
 	bin := buildLab(t)
-	dir, err := filepath.Abs(copyStep(t, "09_lua_unlock", "README.md"))
+	dir, err := filepath.Abs(copyStep(t, "13_pubsub", "README.md", "idea_test.go", "lock_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	slug := "steps/" + filepath.Base(dir)
 	l := startTmux(t, bin, "160", "48", "-dir", dir, "-speed", "5")
 	// The lab is built with the learner's package first: a link of the whole lab.
-	l.waitFor(5*time.Minute, "Step 1/", "Your lock: "+slug)
+	l.waitFor(5*time.Minute, "Step 1/", "The lock in "+slug)
 	l.send("End")
-	l.waitFor(5*time.Second, "side road: "+slug)
+	l.waitFor(5*time.Second, "your lock")
 	l.send("Enter")
 	l.waitFor(20*time.Second, "▶ live buyers", "LOCK owner buyer")
+	l.send("b")
+	l.waitFor(time.Minute, "breaks under pause")
+	l.waitFor(time.Minute, "✗ "+slug+" broke.", "Under pause it breaks as step 15 (", "16 step 16: clears oversold", "17 step 17: the fix")
 	l.send("q")
 	l.waitFor(30*time.Second, "LAB-EXITED=0")
 }

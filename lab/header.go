@@ -27,7 +27,10 @@ func (m *model) header(w int) string {
 
 // stepLabel is "Step 4/9", or a side road's slug.
 func (m *model) stepLabel(st *steps.Step) string {
-	if !numbered(st) {
+	switch {
+	case isLearner(st):
+		return "your lock"
+	case !numbered(st):
 		return "side road: " + st.Slug
 	}
 	return fmt.Sprintf("Step %d/%d", st.Number, lastNumber(m.steps))
@@ -51,7 +54,8 @@ func (m *model) statusLevel(w int) int {
 	return 2
 }
 
-// status says the backend, the pace and the live buyers; short 1 and 2 say it in fewer columns.
+// status says the backend, the pace and the live buyers; short 1 leaves out the backend, short 2
+// the TTL too.
 func (m *model) status(short int) string {
 	buyers := ""
 	if m.ar != nil && m.ar.scenario == "" {
@@ -66,13 +70,12 @@ func (m *model) statusText(short int, buyers string) string {
 	if be == "" {
 		be = "embedded"
 	}
-	speed := speedText(m.slow)
+	parts := []string{be, speedText(m.slow)}
 	if short > 0 {
-		speed = fmt.Sprintf("%g×, TTL %s", m.slow, roundDur(m.timing().TTL))
-	}
-	parts := []string{be, speed}
-	if short > 1 {
 		parts = parts[1:]
+	}
+	if short > 1 && m.slow != 1 {
+		parts[0] = fmt.Sprintf("%g× slower", m.slow)
 	}
 	if buyers != "" {
 		parts = append(parts, buyers)

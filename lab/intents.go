@@ -77,7 +77,7 @@ func (m *model) setStep(i int) tea.Cmd {
 		m.msg = ""
 	}
 	m.cur = i
-	if h := m.handoff; h != nil && m.scr != scrPicker && i != h.from && (i == h.next || i == h.fix) {
+	if h := m.handoff; h != nil && m.scr != scrPicker && i != h.from && (i == h.next || i == h.fix || i == h.part || i == h.base) {
 		m.scr, m.code.from, m.code.diff = scrCode, scrArena, true
 		m.msg = h.codeNote(m.steps, i)
 		return nil

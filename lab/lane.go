@@ -11,6 +11,7 @@ const logN = 64
 const (
 	stIdle uint8 = iota
 	stWait
+	stWork    // at work without a lock (a step that takes none): no critical section to be in
 	stHold    // owns the lock, outside the critical section
 	stInside  // inside the critical section
 	stCut     // cut off from the lock server (a partition), not inside
@@ -40,10 +41,11 @@ type lane struct {
 	// the buyer's orders under way (a second request makes two): started and not returned,
 	// waiting for the lock, inside
 	under, waitO, inO map[int]bool
+	work              map[int]bool // orders at work without a lock
 }
 
 func newLane(n int) *lane {
-	return &lane{n: n, painted: -1, under: map[int]bool{}, waitO: map[int]bool{}, inO: map[int]bool{}}
+	return &lane{n: n, painted: -1, under: map[int]bool{}, waitO: map[int]bool{}, inO: map[int]bool{}, work: map[int]bool{}}
 }
 
 // order sets order k's state: waiting for the lock, inside, or neither (ended).
@@ -77,6 +79,8 @@ func (l *lane) state() uint8 {
 		return stInside
 	case l.holding:
 		return stHold
+	case len(l.work) > 0:
+		return stWork
 	case l.waiting:
 		return stWait
 	}
@@ -114,8 +118,11 @@ func (l *lane) touch(b int64) {
 	}
 }
 
+// markFenced marks a read or write the inventory refused for its stale token (drawn ⊘).
+const markFenced byte = '#'
+
 // markRank orders command marks: a full bucket keeps its most telling commands.
-var markRank = map[byte]int{'P': 1, 'o': 2, 'G': 3, 'S': 4, 'L': 5, 'D': 6,
+var markRank = map[byte]int{'P': 1, 'o': 2, 'G': 3, 'S': 4, 'L': 5, 'D': 6, markFenced: 7,
 	// lock lane
 	'x': 7, '?': 8, '!': 9, 'F': 10, 'R': 10}
 

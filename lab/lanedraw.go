@@ -60,6 +60,15 @@ func (t *timeline) laneLine(l *lane, label string, first, nowB int64, cols int, 
 	return sb.String()
 }
 
+// markRune is how a command mark is drawn: its letter, or for a byte that stands for a glyph
+// (markFenced), the glyph.
+func markRune(m byte) rune {
+	if m == markFenced {
+		return '⊘'
+	}
+	return rune(m)
+}
+
 // cells lays out one lane's columns.
 func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
 	t.buf = slices.Grow(t.buf[:0], cols)[:cols]
@@ -71,7 +80,7 @@ func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
 		b := first + int64(c)
 		out[c] = column{r: ' '}
 		if b > nowB && ns > 0 {
-			out[c] = column{r: rune(spill[0]), style: &sBold, mark: true}
+			out[c] = column{r: markRune(spill[0]), style: &sBold, mark: true}
 			copy(spill[:], spill[1:ns])
 			ns--
 		} else if b <= nowB {
@@ -84,7 +93,7 @@ func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
 				}
 				out[c].r, out[c].style = t.cellGlyph(l, cl)
 				if ns > 0 {
-					out[c].r, out[c].mark = rune(spill[0]), true
+					out[c].r, out[c].mark = markRune(spill[0]), true
 					copy(spill[:], spill[1:ns])
 					ns--
 					if l.n == 0 {

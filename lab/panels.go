@@ -27,17 +27,25 @@ func (a *arena) shopLine(w int) string {
 	if a.confirmed == 0 {
 		pers = []string{fmt.Sprintf("%d Redis cmds, no order yet", a.cmds()), fmt.Sprintf("%d cmds, no order yet", a.cmds())}
 	}
-	if a.fenced == 1 {
-		over += " · " + sWarn.Render("1 stale write refused (token too low)")
-	} else if a.fenced > 1 {
-		over += " · " + sWarn.Render(fmt.Sprintf("%d stale writes refused (token too low)", a.fenced))
+	fences := []string{""} // what the inventory refused, long and short
+	if a.fenced > 0 {
+		writes := map[bool]string{true: "write", false: "writes"}[a.fenced == 1]
+		fences = []string{
+			" · " + sWarn.Render(fmt.Sprintf("%d stale %s refused (token too low)", a.fenced, writes)),
+			" · " + sWarn.Render(fmt.Sprintf("%d stale %s refused", a.fenced, writes)),
+		}
 	}
 	var s string
-	for _, per := range append(pers, "") { // the commands go first when nothing else fits
-		s = fmt.Sprintf("%s initial %s · on shelf %s · confirmed %d · %s",
-			sLabel.Render("SHOP"), initial, shelf, a.confirmed, over)
-		if per != "" {
-			s += " · " + per
+	for _, fence := range fences {
+		for _, per := range append(pers, "") { // the commands go first when nothing else fits
+			s = fmt.Sprintf("%s initial %s · on shelf %s · confirmed %d · %s%s",
+				sLabel.Render("SHOP"), initial, shelf, a.confirmed, over, fence)
+			if per != "" {
+				s += " · " + per
+			}
+			if lipgloss.Width(s) <= w {
+				break
+			}
 		}
 		if lipgloss.Width(s) <= w {
 			break
@@ -109,11 +117,14 @@ func (a *arena) when(k steps.Kind) string {
 // verdict's sentences, then what the referee could not see.
 func (a *arena) invariantLines(w int, first, latest string) []string {
 	var parts []string
+	dropped := 0
 	for _, k := range steps.Kinds {
 		_, bad := a.violated(k)
 		switch {
 		case bad && a.judged(k):
 			parts = append(parts, sBad.Render("✗ "+string(k)))
+		case !a.judged(k) && a.scenario != "" && !bad:
+			dropped++ // a scenario's row names only what it judges, and what was seen anyway
 		case !a.judged(k):
 			parts = append(parts, sDim.Render("– "+string(k)))
 		case a.unjudged(k):
@@ -121,6 +132,9 @@ func (a *arena) invariantLines(w int, first, latest string) []string {
 		default:
 			parts = append(parts, sGood.Render("✓ "+string(k)))
 		}
+	}
+	if dropped > 0 {
+		parts = append(parts, sDim.Render(fmt.Sprintf("(%d kinds %s does not judge)", dropped, a.scenario)))
 	}
 	head := sLabel.Render("INVARIANTS") + " "
 	var lines []string

@@ -68,6 +68,8 @@ func (a *arena) lockLine(w int) string {
 		return ansi.Truncate(head+sWarn.Render(fmt.Sprintf("run over: buyer %d still holds it while units remain (stuck)", a.rep.StuckOwner)), w, "…")
 	case a.done && a.rep != nil && unprobed(a.rep):
 		return ansi.Truncate(head+sWarn.Render("run over: the referee could not probe it at the end, so whether it was left held is not known"), w, "…")
+	case a.done && a.rep != nil && a.rep.FinalStock <= 0:
+		return ansi.Truncate(head+"run over: sold out (a lock left held would block nobody)", w, "…")
 	case a.done:
 		return ansi.Truncate(head+"run over: nobody was left holding it while units remained", w, "…")
 	case !a.read:

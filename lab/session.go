@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -22,6 +23,8 @@ type session struct {
 	feed   *feed
 	cancel context.CancelFunc // a canned run
 	ran    chan struct{}      // closed when the canned run returned
+	ctx    context.Context    // a search's: cancel ends it
+	wg     sync.WaitGroup     // a search's scenario under way
 	start  time.Time
 
 	// a canned run's arena, from sim.Config.OnArena until sim.Run returns: the lock is read
@@ -61,13 +64,20 @@ func (s *session) stop() {
 	s.mu.Unlock()
 	if s.cancel != nil {
 		s.cancel()
-		<-s.ran
+		if s.ran != nil {
+			<-s.ran
+		}
+		s.wg.Wait()
 	}
 	if s.live != nil {
 		s.live.Stop()
 	}
-	s.env.Close()
-	s.feed.close()
+	if s.env != nil {
+		s.env.Close()
+	}
+	if s.feed != nil {
+		s.feed.close()
+	}
 }
 
 // now is the session's clock, as its events' At count it: its arena's, from the moment sim
@@ -170,18 +180,32 @@ func (m *model) startLive() tea.Cmd {
 	return tea.Batch(f.next(), m.tick())
 }
 
-// startBreak stops any session and plays the step's breaking scenario on a fresh backend.
+// startBreak stops any session and plays the step's breaking scenario on a fresh backend. A lock
+// whose row of the matrix nobody wrote (the learner's own) is searched for one first.
 func (m *model) startBreak() tea.Cmd {
 	st := m.step()
-	if st.BreakWith == "" {
+	switch {
+	case isLearner(st):
+		return m.startSearch()
+	case st.BreakWith == "":
+		var cmd tea.Cmd
+		if m.ar == nil { // from the picker: live buyers show that it holds
+			cmd = m.startLive()
+		}
 		m.msg = unbreakable(st)
-		return nil
+		return cmd
 	}
+	return m.playBreak(st.BreakWith)
+}
+
+// playBreak stops any session and plays sc against the step on a fresh backend, at the lab's pace.
+func (m *model) playBreak(sc steps.Scenario) tea.Cmd {
+	st := m.step()
 	m.stopSession()
 	m.handoff = nil
 	t := m.timing()
 	m.msg = fmt.Sprintf("breaking %s…", stepName(st))
-	env, f := m.prepareArena(st.BreakWith, t, -1)
+	env, f := m.prepareArena(sc, t, -1)
 	if env == nil {
 		return nil
 	}
@@ -198,7 +222,7 @@ func (m *model) startBreak() tea.Cmd {
 			}
 			f.finish(rep, err)
 		}()
-		rep, err = sim.Run(ctx, sim.Config{Step: st, Env: env, Timing: t, OnEvent: f.push, OnArena: s.setArena}, st.BreakWith)
+		rep, err = sim.Run(ctx, sim.Config{Step: st, Env: env, Timing: t, OnEvent: f.push, OnArena: s.setArena}, sc)
 		s.setArena(nil)
 	}()
 	return tea.Batch(f.next(), m.tick())
@@ -250,13 +274,106 @@ func (m *model) finishBreak(rep *sim.Report, err error) {
 	case err != nil:
 		m.msg = "the scenario failed: " + err.Error()
 	case len(rep.Violations) > 0:
-		m.handoff = newHandoff(m.steps, m.cur, st.BreakWith, rep.Violations)
-		m.msg = fmt.Sprintf("%s broke under %s", stepName(st), st.BreakWith)
+		m.handoff = newHandoff(m.steps, m.cur, m.ar.scenario, rep.Violations)
+		m.msg = fmt.Sprintf("%s broke under %s", stepName(st), m.ar.scenario)
 	case !rep.Complete():
-		m.msg = fmt.Sprintf("%s under %s: no verdict — the referee could not judge %s", stepName(st), st.BreakWith, kindList(rep.Unjudged))
+		m.msg = fmt.Sprintf("%s under %s: no verdict — the referee could not judge %s", stepName(st), m.ar.scenario, kindList(rep.Unjudged))
 	default:
-		m.msg = fmt.Sprintf("%s held under %s this time", stepName(st), st.BreakWith)
+		m.msg = fmt.Sprintf("%s held under %s this time", stepName(st), m.ar.scenario)
 	}
+}
+
+// searchMsg is one scenario a search played against a lock with no row of the matrix.
+type searchMsg struct {
+	gen int
+	i   int // the scenario's index in steps.Scenarios
+	rep *sim.Report
+	err error
+}
+
+// startSearch looks for a scenario that breaks a lock whose row of the matrix nobody wrote (the
+// learner's own): it plays the scenarios one after another at full speed, on the wall clock, until
+// one breaks it, then plays that one in the arena at the lab's pace. Hazard: a wall-clock verdict
+// can move with load; the arena's play says so if it holds ("held this time"), and lab grade, in
+// virtual time, is the verdict that does not move.
+func (m *model) startSearch() tea.Cmd {
+	m.stopSession()
+	m.handoff, m.ar, m.search = nil, nil, searchTally{}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.sess = &session{gen: m.gen, cancel: cancel, ctx: ctx, start: time.Now()}
+	return m.searchNext(0)
+}
+
+// searchTally is what a search has seen so far.
+type searchTally struct {
+	held, unstaged, unjudged []string
+}
+
+// searchNext plays scenario i of the search in the background.
+func (m *model) searchNext(i int) tea.Cmd {
+	s, st, backend, sc := m.sess, m.step(), m.opt.backend, steps.Scenarios[i]
+	m.msg = fmt.Sprintf("looking for a scenario that breaks %s: playing %s at full speed (%d of %d)…", stepName(st), sc, i+1, len(steps.Scenarios))
+	return func() (msg tea.Msg) {
+		s.mu.Lock()
+		if s.stopped { // the lab moved on before this scenario began
+			s.mu.Unlock()
+			return nil
+		}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		defer s.wg.Done()
+		out := searchMsg{gen: s.gen, i: i}
+		defer func() {
+			if r := recover(); r != nil {
+				out.err = fmt.Errorf("the scenario panicked: %v", r)
+			}
+			msg = out
+		}()
+		env, err := redisenv.Open(backend, redisenv.Options{Nodes: st.Nodes})
+		if err != nil {
+			out.err = err
+			return
+		}
+		defer env.Close()
+		out.rep, out.err = sim.Run(s.ctx, sim.Config{Step: st, Env: env}, sc)
+		return
+	}
+}
+
+// searchIn takes one scenario of a search: a break is played in the arena; anything else goes on
+// to the next scenario, and after the last the lab says what it found.
+func (m *model) searchIn(msg searchMsg) tea.Cmd {
+	if msg.gen != m.gen || m.sess == nil {
+		return nil
+	}
+	sc, t := steps.Scenarios[msg.i], &m.search
+	switch {
+	case errors.Is(msg.err, sim.ErrCannotStage):
+		t.unstaged = append(t.unstaged, string(sc))
+	case msg.err != nil:
+		m.msg = fmt.Sprintf("the search stopped at %s: %s", sc, oneLine(msg.err.Error()))
+		return nil
+	case len(msg.rep.Violations) > 0:
+		cmd := m.playBreak(sc)
+		m.msg = fmt.Sprintf("%s breaks under %s (%s, at full speed, after %d held); here it is at the lab's pace…", stepName(m.step()), sc, kindList(msg.rep.Violations), len(t.held))
+		return cmd
+	case !msg.rep.Complete():
+		t.unjudged = append(t.unjudged, string(sc))
+	default:
+		t.held = append(t.held, string(sc))
+	}
+	if msg.i+1 < len(steps.Scenarios) {
+		return m.searchNext(msg.i + 1)
+	}
+	m.msg = fmt.Sprintf("%s held under all %d scenarios played at full speed", stepName(m.step()), len(t.held))
+	if len(t.unjudged) > 0 {
+		m.msg += "; no verdict under " + strings.Join(t.unjudged, ", ")
+	}
+	if len(t.unstaged) > 0 {
+		m.msg += "; this backend cannot stage " + strings.Join(t.unstaged, ", ")
+	}
+	m.msg += " — lab grade gives its row in virtual time, the same on any machine"
+	return nil
 }
 
 // unbreakable says why b plays nothing on st: a step whose row of the matrix is clear cannot be
@@ -271,5 +388,5 @@ func unbreakable(st *steps.Step) string {
 	if st.NoLock && why != "" {
 		why = "it takes no lock: " + strings.ToLower(why[:1]) + why[1:]
 	}
-	return fmt.Sprintf("%s cannot be broken: every scenario passes (its row of the matrix is all ✓) — %s", upper(stepName(st)), why)
+	return fmt.Sprintf("%s cannot be broken: every scenario passes (its row of the matrix is all ✓) — %s", stepTitle(st), why)
 }

@@ -30,6 +30,7 @@ var (
 	sCell = [...]lipgloss.Style{
 		stIdle:    lipgloss.NewStyle(),
 		stWait:    lipgloss.NewStyle().Foreground(lipgloss.Color("243")),
+		stWork:    lipgloss.NewStyle().Foreground(lipgloss.Color("42")),
 		stHold:    lipgloss.NewStyle().Foreground(lipgloss.Color("39")),
 		stInside:  lipgloss.NewStyle().Foreground(lipgloss.Color("42")),
 		stCut:     lipgloss.NewStyle().Foreground(lipgloss.Color("214")),
@@ -41,6 +42,7 @@ var (
 	sMark = [...]lipgloss.Style{
 		stIdle:    lipgloss.NewStyle().Bold(true),
 		stWait:    lipgloss.NewStyle().Bold(true),
+		stWork:    lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("42")),
 		stHold:    lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("39")),
 		stInside:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("42")),
 		stCut:     lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("214")),
@@ -49,7 +51,7 @@ var (
 		stFrozen:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("75")),
 		stCrashed: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("160")),
 	}
-	glyph = [...]rune{stIdle: ' ', stWait: '·', stHold: '═', stInside: '█', stCut: '┄', stCutIn: '▒', stOverlap: '▓', stFrozen: '‖', stCrashed: '×'}
+	glyph = [...]rune{stIdle: ' ', stWait: '·', stWork: '░', stHold: '═', stInside: '█', stCut: '┄', stCutIn: '▒', stOverlap: '▓', stFrozen: '‖', stCrashed: '×'}
 )
 
 // styleCodes returns the escape codes st puts around a text, found once per style: lipgloss'

@@ -31,6 +31,7 @@ const (
 func (t *timeline) View() []string {
 	a := t.a
 	cols := min(max(t.w-labelW-statusW, 10), ringN)
+	a.zoom(cols)
 	nowB, cur := a.window(cols) // in rewind, the view around the cursor
 	lanes, hidden := t.pick(nowB - int64(cols) + 1)
 	// Marks made at the last instant spill past now: leave them the columns they need.
@@ -159,7 +160,7 @@ func (t *timeline) laneStatus(l *lane, nowB int64) string {
 	case st == stIdle && t.a.roster.retired[l.n]:
 		return sDim.Render("  retired")
 	}
-	return sCell[st].Render(string(glyph[st]) + " " + [...]string{"idle", "waiting", "holds", "inside", "cut off", "in, cut off", "OVERLAP", "frozen", "crashed"}[st])
+	return sCell[st].Render(string(glyph[st]) + " " + [...]string{"idle", "waiting", "works", "holds", "inside", "cut off", "in, cut off", "OVERLAP", "frozen", "crashed"}[st])
 }
 
 func spinning(l *lane, nowB int64) bool {
@@ -169,31 +170,52 @@ func spinning(l *lane, nowB int64) bool {
 	return false
 }
 
-// ruler marks every TTL of the time shown.
+// ruler marks every TTL of the time shown, or, when fewer than two TTLs are shown (a zoomed
+// run), a rounder step that gives a few marks.
 func (t *timeline) ruler(first int64, cols int) string {
 	a := t.a
-	ttlCols := max(int64(a.timing.TTL/a.res), 1)
-	buf := []rune(strings.Repeat(" ", cols))
-	for c := 0; c < cols; c++ {
-		b := first + int64(c)
-		if b%ttlCols == 0 {
-			buf[c] = '┊'
-			lbl := []rune(fmtSec(time.Duration(b) * a.res))
-			if c+len(lbl) >= cols {
-				continue
+	step := a.timing.TTL
+	if int64(cols)*int64(a.res) < 2*int64(step) {
+		for _, s := range []time.Duration{10, 20, 50, 100, 200, 500, 1000, 2000, 5000} {
+			if step = s * time.Millisecond; int64(step/a.res) >= 12 {
+				break
 			}
-			for j, r := range lbl {
-				if c+1+j < cols {
-					buf[c+1+j] = r
-				}
-			}
-			c += len(lbl)
 		}
+	}
+	buf := []rune(strings.Repeat(" ", cols))
+	free := 0 // the first column a label may take
+	for k := (time.Duration(first)*a.res + step - 1) / step; ; k++ { // k: the k-th mark of the step
+		at := time.Duration(k) * step
+		c := int(a.bucket(at) - first)
+		if c >= cols {
+			break
+		}
+		if c < free {
+			continue
+		}
+		buf[c] = '┊'
+		lbl := []rune(fmtTick(at, step))
+		if c+len(lbl) >= cols {
+			continue
+		}
+		copy(buf[c+1:], lbl)
+		free = c + 1 + len(lbl) + 1
 	}
 	if t.cur >= 0 && t.cur < cols {
 		buf[t.cur] = '▼'
 	}
 	return sDim.Render(fmt.Sprintf("%-*s%s", labelW, "time", string(buf)))
+}
+
+// fmtTick is a ruler's label: in milliseconds when its marks are less than 100 ms apart.
+func fmtTick(d, step time.Duration) string {
+	if step < 100*time.Millisecond {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	if step < time.Second {
+		return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", d.Seconds()), "0"), ".") + "s"
+	}
+	return fmtSec(d)
 }
 
 func fmtSec(d time.Duration) string {

@@ -119,6 +119,7 @@ type model struct {
 	gen    int
 	bg     *sync.WaitGroup // sessions stopping in the background
 	typing int             // the number of the latest digit typed, so a stale wait is dropped
+	search searchTally     // what the search for a break of the learner's lock has seen
 	quit   chan struct{}   // closed when the lab quits: a wait for a digit ends with it
 	// after is the fault that hit a buyer, until the status line has said what came of it
 	after *aftermath
@@ -178,6 +179,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.feedIn(msg)
 	case tickMsg:
 		return m, m.tickIn(msg)
+	case searchMsg:
+		return m, m.searchIn(msg)
 	case injectMsg:
 		m.injected(msg)
 		return m, nil
