@@ -21,6 +21,7 @@ type arena struct {
 	initial, shelf, confirmed, commands, drops int
 	lanes                                      []*lane // buyer n at index n-1
 	lock                                       *lane
+	nodeLanes                                  []*lane         // a quorum lock's nodes, one lane each (nodes.go)
 	owner                                      int             // the lock's owner: on a quorum, the buyer holding a majority
 	nodes                                      []nodeView      // each lock node as the events tell it (nodes.go)
 	inside                                     map[[2]int]bool // the orders inside: {buyer, order}
@@ -86,7 +87,7 @@ func (a *arena) zoom(cols int) {
 	for i := a.hist.base; i <= a.hist.last(); i++ {
 		z.fold(a.hist.at(i).ev)
 	}
-	a.res, a.lanes, a.lock = res, z.lanes, z.lock
+	a.res, a.lanes, a.lock, a.nodeLanes = res, z.lanes, z.lock, z.nodeLanes
 	if a.rw != nil {
 		a.rw.endB = a.bucket(a.now)
 	}

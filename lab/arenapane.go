@@ -76,7 +76,8 @@ func (p *arenaPane) View() string {
 		return strings.Join(append(body, foot...), "\n")
 	}
 	// What must be on screen, then what fills the room left, in this order: every buyer lane,
-	// the lock server's line, the claim, the legend, the log.
+	// a quorum's node lines (its node lanes draw the same story), a few log lines, the lock
+	// server's line, the claim, the legend, the rest of the log.
 	status := p.statusLines(w)
 	first, latest := a.verdict()
 	inv := a.invariantLines(w, first, latest)
@@ -88,12 +89,16 @@ func (p *arenaPane) View() string {
 	nodes := a.nodeLines(w)
 	foot := p.footer(w)
 	topoNeeded := (a.armed || a.failedOver) && !a.multi()
-	free := h - len(foot) - len(status) - 2 - 2 - len(inv) - len(lesson) - len(rew) - len(nodes) // shop, lock; ruler, lock lane
+	free := h - len(foot) - len(status) - 2 - 2 - len(a.nodeLanes) - len(inv) - len(lesson) - len(rew) // shop, lock; ruler, lock lanes
 	if topoNeeded {
 		free--
 	}
 	lanes := max(min(len(a.lanes), free), 0)
 	free -= lanes
+	if len(nodes) > free && len(a.nodeLanes) > 0 {
+		nodes = nil
+	}
+	free -= len(nodes)
 	// a few log lines before the optional lines: the log says in words what the lanes draw
 	logMin := 0
 	if len(a.log) > 0 && free >= 3 {

@@ -21,8 +21,8 @@ type column struct {
 // one style are rendered at once (it is the hot path of View with many buyers).
 func (t *timeline) laneLine(l *lane, label string, first, nowB int64, cols int, status string) string {
 	cells := t.cells(l, first, nowB, cols)
-	if l.n == 0 {
-		t.ownerNumbers(cells, first, nowB)
+	if l.n <= 0 {
+		t.ownerNumbers(l, cells, first, nowB)
 	}
 	if t.cur >= 0 && t.cur < len(cells) { // the rewind cursor's column
 		if cells[t.cur].r == ' ' {
@@ -96,7 +96,7 @@ func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
 					out[c].r, out[c].mark = markRune(spill[0]), true
 					copy(spill[:], spill[1:ns])
 					ns--
-					if l.n == 0 {
+					if l.n <= 0 {
 						out[c].style = &sBad
 					} else {
 						out[c].style = &sMark[cl.st]
@@ -110,10 +110,10 @@ func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
 
 // ownerNumbers writes the owner's whole number at the start of each hold of the lock lane (and at
 // its left edge), in the first columns no mark took; a hold too short for the number keeps its ═.
-func (t *timeline) ownerNumbers(cells []column, first, nowB int64) {
+func (t *timeline) ownerNumbers(l *lane, cells []column, first, nowB int64) {
 	own := func(c int) int {
 		if b := first + int64(c); b <= nowB {
-			if cl := t.a.lock.at(b); cl != nil {
+			if cl := l.at(b); cl != nil {
 				return int(cl.own)
 			}
 		}
@@ -127,15 +127,16 @@ func (t *timeline) ownerNumbers(cells []column, first, nowB int64) {
 		}
 		if o != 0 {
 			num := strconv.Itoa(o)
+			// a number right after another would read as one ("81"): the later one starts a
+			// column on ("1═2"), or, in a hold too short for that, is left out
 			var free []int
 			for x := c; x < end && len(free) < len(num); x++ {
-				if !cells[x].mark {
+				digitBefore := x > 0 && cells[x-1].r >= '0' && cells[x-1].r <= '9'
+				if !cells[x].mark && (len(free) > 0 || !digitBefore) {
 					free = append(free, x)
 				}
 			}
-			// a number right after another would read as one ("81"): the later hold keeps its ═
-			after := len(free) > 0 && free[0] > 0 && cells[free[0]-1].r >= '0' && cells[free[0]-1].r <= '9'
-			if len(free) == len(num) && free[len(free)-1]-free[0] == len(num)-1 && !after {
+			if len(free) == len(num) && free[len(free)-1]-free[0] == len(num)-1 {
 				for i, x := range free {
 					cells[x].r = rune(num[i])
 				}
@@ -147,7 +148,7 @@ func (t *timeline) ownerNumbers(cells []column, first, nowB int64) {
 
 // cellGlyph is a bucket's glyph and style before marks and owner numbers are drawn over it.
 func (t *timeline) cellGlyph(l *lane, c *tcell) (rune, *lipgloss.Style) {
-	if l.n == 0 { // the lock server
+	if l.n <= 0 { // the lock server, or one of its nodes
 		switch {
 		case t.a.noLock:
 			return ' ', nil

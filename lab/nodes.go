@@ -80,11 +80,33 @@ func (a *arena) renewed(e sim.Event) {
 	}
 }
 
+// nodeLane is node i's own lane of the timeline, on a quorum lock (numbered -1, -2, …: lanes of
+// the lock server are numbered ≤ 0).
+func (a *arena) nodeLane(i int) *lane {
+	for len(a.nodeLanes) <= i {
+		a.nodeLanes = append(a.nodeLanes, newLane(-len(a.nodeLanes)-1))
+	}
+	return a.nodeLanes[i]
+}
+
 // lockEvent folds an event about the lock on one node into the picture: the node's holder, the
-// lock lane's marks, and the owner (on a quorum, the majority's).
+// lock lane's marks, and the owner (on a quorum, the majority's). A quorum's node lanes draw
+// each node's holder and marks; its lock lane draws only whom a majority gives the lock.
 func (a *arena) lockEvent(e sim.Event, b int64) {
 	nv := a.node(e.Node)
 	expiredAt := b
+	marks := a.lock
+	if a.multi() {
+		marks = a.nodeLane(e.Node)
+		defer func() { // the node lane's holder, once the node's view is settled
+			nl := marks
+			nl.at(b)
+			if nl.own = nv.owner; nv.owner == 0 && e.Kind == sim.EvExpired {
+				nl.unown(expiredAt, b)
+			}
+			nl.touch(b)
+		}()
+	}
 	switch e.Kind {
 	case sim.EvAcquired:
 		nv.owner, nv.setAt = e.Buyer, e.At
@@ -99,7 +121,7 @@ func (a *arena) lockEvent(e sim.Event, b int64) {
 		a.logf(e.At, "%s", e.Words())
 	case sim.EvForeign:
 		nv.owner = 0
-		a.lock.mark(b, '!')
+		marks.mark(b, '!')
 		a.logf(e.At, "%s", e.Words())
 	case sim.EvExpired:
 		// The referee sees an expiry at the next lock command; Redis dropped the key one TTL
@@ -108,20 +130,20 @@ func (a *arena) lockEvent(e sim.Event, b int64) {
 			expiredAt = x
 		}
 		nv.owner = 0
-		a.lock.mark(expiredAt, 'x')
+		marks.mark(expiredAt, 'x')
 		a.logf(e.At, "%s", e.Words())
 	case sim.EvLost:
 		nv.owner = 0
-		a.lock.mark(b, '?')
+		marks.mark(b, '?')
 		a.logf(e.At, "%s, in the %s", e.Words(), a.loss)
 	case sim.EvFailover:
-		a.lock.mark(b, 'F')
+		marks.mark(b, 'F')
 		if e.OK {
 			a.failedOver, a.armed, a.loss, nv.fate = true, false, "failover", "failed over"
 		}
 		a.logf(e.At, "%s", e.Words())
 	case sim.EvRestart:
-		a.lock.mark(b, 'R')
+		marks.mark(b, 'R')
 		if e.OK {
 			a.loss, nv.fate = "restart", "restarted"
 		}

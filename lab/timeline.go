@@ -36,6 +36,9 @@ func (t *timeline) View() []string {
 	lanes, hidden := t.pick(nowB - int64(cols) + 1)
 	// Marks made at the last instant spill past now: leave them the columns they need.
 	tail := spillPast(a.lock, nowB)
+	for _, l := range a.nodeLanes {
+		tail = max(tail, spillPast(l, nowB))
+	}
 	for _, l := range lanes {
 		tail = max(tail, spillPast(l, nowB))
 	}
@@ -64,6 +67,13 @@ func (t *timeline) View() []string {
 		lockStatus = "held"
 	}
 	out = append(out, t.laneLine(a.lock, "lock", first, nowB, cols, lockStatus))
+	for i, l := range a.nodeLanes { // a quorum's nodes: who holds the lock on each
+		st := "free"
+		if l.own != 0 {
+			st = fmt.Sprintf("buyer %d", l.own)
+		}
+		out = append(out, t.laneLine(l, fmt.Sprintf(" @%d", i+1), first, nowB, cols, sDim.Render(st)))
+	}
 	for _, l := range lanes {
 		out = append(out, t.laneLine(l, fmt.Sprintf("b%d", l.n), first, nowB, cols, t.laneStatus(l, nowB)))
 	}
@@ -183,7 +193,7 @@ func (t *timeline) ruler(first int64, cols int) string {
 		}
 	}
 	buf := []rune(strings.Repeat(" ", cols))
-	free := 0 // the first column a label may take
+	free := 0                                                        // the first column a label may take
 	for k := (time.Duration(first)*a.res + step - 1) / step; ; k++ { // k: the k-th mark of the step
 		at := time.Duration(k) * step
 		c := int(a.bucket(at) - first)
