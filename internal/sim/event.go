@@ -22,13 +22,13 @@ const (
 	EvAcquired    EventKind = "acquired"    // Buyer's Lock call got a lock on Node (Handed: written for it by the previous holder)
 	EvReleased    EventKind = "released"    // Buyer released its own lock
 	EvForeign     EventKind = "foreign"     // Buyer released the lock of Other
-	EvExpired     EventKind = "expired"     // Other's lock ran out (seen at the next command on the node)
+	EvExpired     EventKind = "expired"     // Other's lock ran out (seen at the next command on the node; Due: when it ran out, where the watcher knows)
 	EvLost        EventKind = "lost"        // Other's lock vanished in a failover or a restart
 	EvFree        EventKind = "free"        // no lock is held any more
 	EvWaiting     EventKind = "waiting"     // Buyer's Lock found the lock held by Other (once an order)
 	EvWork        EventKind = "work"        // Buyer's order began its business work
-	EvEnter       EventKind = "enter"       // Buyer read the stock (Stock): it is inside
-	EvWrite       EventKind = "write"       // Buyer wrote the stock (Stock): its order is confirmed
+	EvEnter       EventKind = "enter"       // Buyer read the stock (Stock, with its fencing Token if it showed one): it is inside
+	EvWrite       EventKind = "write"       // Buyer wrote the stock (Stock, with its fencing Token if it showed one): its order is confirmed
 	EvExit        EventKind = "exit"        // Buyer left the critical section
 	EvDone        EventKind = "done"        // Buyer's order returned (Sold, Err)
 	EvRejected    EventKind = "rejected"    // Buyer was turned away while Stock units remained
@@ -68,10 +68,14 @@ type Event struct {
 	OK       bool // EvReentry, EvFailover, EvRestart
 	Err      string
 	From, To time.Duration // EvOverlap
-	Due      time.Duration // EvFree: when the lock came free (a lease runs out before it is seen)
+	Due      time.Duration // EvFree: when the lock came free (a lease runs out before it is seen); EvExpired: when the key ran out (0: not known)
 	TTL      time.Duration // EvAcquired: the lock's lease as it was taken (-1: it never expires)
 	On       string        // a lock event's node, by name, where the lock has several ("lock-2")
 	Sentence string        // EvViolation, EvOverlap: the referee's own words
+	// Left (EvReleased, EvForeign, EvExpired, EvLost): what went is what a hold left on this
+	// node after it had ended on another (a quorum's hold ends when its first key is gone). It
+	// ends no hold and is no violation: the node's key is gone, and the lab draws it so.
+	Left bool
 }
 
 // Command is what a process sent, as the timeline draws it.
@@ -167,15 +171,27 @@ func (e Event) Words() string {
 		}
 		return who + " takes the lock" + on
 	case EvReleased:
+		if e.Left {
+			return who + " deletes what was left of its lock" + on + " (its hold had ended on another node)"
+		}
 		return who + " releases its lock" + on
 	case EvForeign:
+		if e.Left {
+			return fmt.Sprintf("%s deletes what was left of %s's lock%s (that hold had ended on another node)", who, other, on)
+		}
 		return fmt.Sprintf("%s deletes the lock that %s held%s", who, other, on)
 	case EvExpired:
+		if e.Left {
+			return "what was left of " + other + "'s lock" + on + " runs out (its TTL)"
+		}
 		if e.Other == 0 {
 			return "a key ran out" + on
 		}
 		return other + "'s lock runs out (its TTL)" + on
 	case EvLost:
+		if e.Left {
+			return "what was left of " + other + "'s lock" + on + " is lost: the node forgot it"
+		}
 		return other + "'s lock" + on + " is lost: the node forgot it"
 	case EvFree:
 		return "nobody holds the lock"
@@ -187,9 +203,9 @@ func (e Event) Words() string {
 	case EvWork:
 		return who + " works"
 	case EvEnter:
-		return fmt.Sprintf("%s is inside: read stock %d", who, e.Stock)
+		return fmt.Sprintf("%s is inside: read stock %d%s", who, e.Stock, e.withToken())
 	case EvWrite:
-		return fmt.Sprintf("%s wrote stock %d: order confirmed", who, e.Stock)
+		return fmt.Sprintf("%s wrote stock %d%s: order confirmed", who, e.Stock, e.withToken())
 	case EvExit:
 		return who + " leaves the critical section"
 	case EvDone:
@@ -248,6 +264,14 @@ func (e Event) Words() string {
 		return fmt.Sprintf("FENCED: the inventory refused %s's stale %s (token %d)", who, what, e.Token)
 	}
 	return string(e.Kind)
+}
+
+// withToken is " with token 5" for a stock command that showed the inventory a fencing token.
+func (e Event) withToken() string {
+	if e.Token == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" with token %d", e.Token)
 }
 
 // faultWords says what a fault does, as it strikes.

@@ -108,6 +108,7 @@ type stockOp struct {
 	seq   int64
 	at    time.Duration
 	stock int
+	token int64 // the fencing token it showed the inventory (0: none)
 }
 
 // span is one critical section: from the read a write was computed from to that write.
@@ -140,6 +141,9 @@ type rkey struct {
 	writer    int // the process that wrote its value
 	call      int // in that call (0: outside any call)
 	writtenAt time.Duration
+	// left is the hold whose call created this key and that ended on another node while the key
+	// stayed here (a quorum's hold ends when its first key is gone): what it left, until it goes.
+	left *hold
 }
 
 // hold is a lock a Lock call got: the keys it wrote (or was handed), each marked true when the
@@ -386,7 +390,7 @@ func (r *Referee) stockOp(rec Record) {
 	if o == nil {
 		return // the end-of-run probe's shop sells nothing and records nothing
 	}
-	op := stockOp{seq: rec.Seq, at: rec.At, stock: rec.Stock}
+	op := stockOp{seq: rec.Seq, at: rec.At, stock: rec.Stock, token: rec.Token}
 	if rec.Buyer > 0 {
 		r.commands++ // each shop operation is one command
 	}
@@ -417,7 +421,7 @@ func (r *Referee) read(o *rorder, op stockOp) {
 		r.passedBy(o, op.at)
 	}
 	o.inside = true
-	r.say(Event{At: op.at, Kind: EvEnter, Buyer: o.buyer, Order: o.k, Stock: op.stock})
+	r.say(Event{At: op.at, Kind: EvEnter, Buyer: o.buyer, Order: o.k, Stock: op.stock, Token: op.token})
 }
 
 // passedBy counts, once o's wait is over (its first read, or its end without one), the orders
@@ -461,7 +465,7 @@ func (r *Referee) write(o *rorder, op stockOp, refused bool) {
 		if op.seq > r.shelfSeq {
 			r.shelf, r.shelfSeq = op.stock, op.seq
 		}
-		r.say(Event{At: op.at, Kind: EvWrite, Buyer: o.buyer, Order: o.k, Stock: op.stock})
+		r.say(Event{At: op.at, Kind: EvWrite, Buyer: o.buyer, Order: o.k, Stock: op.stock, Token: op.token})
 		if over := r.confirmed - (r.h.Stock - r.shelf); over > 0 {
 			r.announce(op.at, steps.Oversold, oversoldSentence(r.confirmed, r.h.Stock-r.shelf), o.buyer)
 		}
@@ -613,11 +617,7 @@ func (r *Referee) leave(h *hold, nk nodeKey, at time.Duration, by int, gone bool
 		return
 	}
 	h.ended = true
-	for k := range h.keys {
-		if st := r.node(k.node)[k.key]; st != nil && st.hold == h {
-			st.hold = nil
-		}
-	}
+	r.detach(h, nk)
 	switch {
 	case by == h.buyer:
 		r.say(Event{At: at, Kind: EvReleased, Buyer: by, Node: nk.node})
@@ -714,6 +714,14 @@ func (r *Referee) command(rec Record) {
 		if !blame {
 			by = 0
 		}
+		if prev != nil && prev.left != nil {
+			if kc.Gone() || soon {
+				r.leftGone(prev.left, rec.Node, rec.At, by, 0)
+			}
+			if kc.Gone() || soon || (kc.Before != kc.After && rec.Buyer != prev.left.buyer) {
+				prev.left = nil // gone, or another's now
+			}
+		}
 		switch {
 		case h != nil && (kc.Gone() || soon):
 			if !blame {
@@ -779,10 +787,12 @@ func (r *Referee) lapse(rec Record) {
 		st := r.node(rec.Node)[kc.Key]
 		if st != nil && st.hold != nil && kc.Gone() {
 			owner := st.hold.buyer
-			r.say(Event{At: rec.At, Kind: EvExpired, Other: owner, Node: rec.Node})
+			r.say(Event{At: rec.At, Kind: EvExpired, Other: owner, Node: rec.Node, Due: rec.Due})
 			r.lapsed(st.hold, nodeKey{rec.Node, kc.Key}, rec.At, rec.Due)
+		} else if st != nil && st.left != nil && kc.Gone() {
+			r.leftGone(st.left, rec.Node, rec.At, 0, rec.Due)
 		} else if kc.Gone() {
-			r.say(Event{At: rec.At, Kind: EvExpired, Node: rec.Node})
+			r.say(Event{At: rec.At, Kind: EvExpired, Node: rec.Node, Due: rec.Due})
 		}
 		if !kc.Gone() || st != nil {
 			r.setKey(rec.Node, kc, rec.Due, 0, 0)
@@ -801,12 +811,35 @@ func (r *Referee) lapsed(h *hold, nk nodeKey, at, due time.Duration) {
 		return
 	}
 	h.ended = true
-	for k := range h.keys {
+	r.detach(h, nk)
+	r.freed(at, due)
+}
+
+// detach lets go of the keys h still had when it ended at key end. A key its call created on
+// another node stays there until it goes: it is kept as what h left (rkey.left), so that its
+// going is said too (an event with Left), though it ends no hold and blames nobody.
+func (r *Referee) detach(h *hold, end nodeKey) {
+	for k, created := range h.keys {
 		if st := r.node(k.node)[k.key]; st != nil && st.hold == h {
 			st.hold = nil
+			if created && k.node != end.node {
+				st.left = h
+			}
 		}
 	}
-	r.freed(at, due)
+}
+
+// leftGone says that what hold h left on node is gone, at at: deleted by by (its holder or
+// another process), or, by 0, run out at due.
+func (r *Referee) leftGone(h *hold, node int, at time.Duration, by int, due time.Duration) {
+	switch {
+	case by == h.buyer:
+		r.say(Event{At: at, Kind: EvReleased, Buyer: by, Node: node, Left: true})
+	case by != 0:
+		r.say(Event{At: at, Kind: EvForeign, Buyer: by, Other: h.buyer, Node: node, Left: true})
+	default:
+		r.say(Event{At: at, Kind: EvExpired, Other: h.buyer, Node: node, Due: due, Left: true})
+	}
 }
 
 // nodeChange applies a failover or a restart: the node lost Keys.
@@ -827,6 +860,8 @@ func (r *Referee) nodeChange(rec Record) {
 		if st != nil && st.hold != nil && kc.Gone() {
 			r.say(Event{At: rec.At, Kind: EvLost, Other: st.hold.buyer, Node: rec.Node})
 			r.leave(st.hold, nodeKey{rec.Node, kc.Key}, rec.At, 0, true)
+		} else if st != nil && st.left != nil && kc.Gone() {
+			r.say(Event{At: rec.At, Kind: EvLost, Other: st.left.buyer, Node: rec.Node, Left: true})
 		}
 		r.setKey(rec.Node, kc, rec.At, 0, 0)
 	}
