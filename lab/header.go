@@ -74,8 +74,11 @@ func (m *model) statusText(short int, buyers string) string {
 	if short > 0 {
 		parts = parts[1:]
 	}
-	if short > 1 && m.slow != 1 {
+	if short > 1 {
 		parts[0] = fmt.Sprintf("%g× slower", m.slow)
+		if m.slow == 1 {
+			parts[0] = "real pace"
+		}
 	}
 	if buyers != "" {
 		parts = append(parts, buyers)
