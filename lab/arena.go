@@ -41,11 +41,12 @@ type arena struct {
 	read   bool
 	roster roster // live buyers: who orders, who was retired
 
-	hist    history // every event, with the picture after it (rewind.go)
-	rw      *rewind // the rewind cursor, while the learner walks the timeline
-	fenced  int     // writes the inventory refused for a stale fencing token
-	fenceBy string  // the latest of them in words
-	loss    string  // what the last lock loss was: "failover" or "restart"
+	hist      history // every event, with the picture after it (rewind.go)
+	rw        *rewind // the rewind cursor, while the learner walks the timeline
+	fenced    int     // writes the inventory refused for a stale fencing token
+	published int     // messages a command published (a lock's wake-up)
+	fenceBy   string  // the latest of them in words
+	loss      string  // what the last lock loss was: "failover" or "restart"
 
 	zoomed int // the columns a finished scenario's lanes were last drawn to fit (zoom)
 
@@ -153,6 +154,11 @@ func (a *arena) apply(e sim.Event) {
 	a.hist.add(e, a)
 }
 
+// isScript reports whether a command runs a script or a function on the server.
+func isScript(name string) bool {
+	return strings.HasPrefix(name, "EVAL") || strings.HasPrefix(name, "FCALL")
+}
+
 // fold folds one event into the picture.
 func (a *arena) fold(e sim.Event) {
 	if e.At > a.last {
@@ -179,14 +185,19 @@ func (a *arena) fold(e sim.Event) {
 			l.mark(b, 'o')
 		case c.Name == "DEL" && c.OnLock:
 			l.mark(b, 'D')
-		case strings.HasPrefix(c.Name, "EVAL") && e.Buyer != a.owner && l.waiting && !l.inside:
+		case isScript(c.Name) && e.Buyer != a.owner && l.waiting && !l.inside:
 			// a waiter's Lua lock attempt (steps 10+): counted as one more try, as SET NX is
 			if c := l.at(b); c != nil && c.spins < 1<<15 {
 				c.spins++
 			}
-		case strings.HasPrefix(c.Name, "EVAL"):
+		case c.In == "unlock" && isScript(c.Name):
+			l.mark(b, 'U')
+		case c.In == "" && isScript(c.Name):
+			l.mark(b, 'P') // a script outside Lock and Unlock: a renewal
+			a.renewed(e)
+		case isScript(c.Name):
 			l.mark(b, 'L')
-			a.renewed(e) // a Lua renewal or unlock: either way the owner was alive
+			a.renewed(e) // a Lua lock that re-enters (or a renewal in a call the referee lost): the owner was alive
 		case c.Name == "PEXPIRE" || c.Name == "EXPIRE":
 			l.mark(b, 'P')
 			a.renewed(e)
@@ -211,6 +222,10 @@ func (a *arena) fold(e sim.Event) {
 		a.inside[[2]int{e.Buyer, e.Order}] = true
 		a.logf(e.At, "%s", e.Words())
 		a.setOverlap(b)
+	case sim.EvPublish:
+		l.mark(b, 'W')
+		a.published++
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvWrite:
 		l.mark(b, 'S')
 		a.confirmed++

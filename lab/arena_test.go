@@ -289,7 +289,7 @@ func TestLogStaysInItsPlace(t *testing.T) {
 			t.Errorf("%v: the multi-line detail:\n%s", size, v)
 		}
 	}
-	if l := a.log[len(a.log)-1]; !strings.HasSuffix(l, "buyer 2's order sold; then steps: lock is not held by this process") {
+	if l := a.log[len(a.log)-1]; !strings.HasSuffix(l, "buyer 2's order sold; then lock is not held by this process") {
 		t.Errorf("sold, then an error: %q", l)
 	}
 }

@@ -280,7 +280,7 @@ func (p *arenaPane) footer(w int) []string {
 
 var legendItems = [][]string{
 	{"█ inside", "░ works, no lock", "▓ OVERLAP", "═ holds", "· waits", "~ spins", "‖ frozen", "× crashed", "┄/▒ cut off", "─/═ lock free/held"},
-	{"G/S GET/SET stock", "o GET owner", "D DEL", "L Lua", "P renew", "x expired", "! foreign DEL", "⊘ stale write refused", "F/R/? failover/restart/lost"},
+	{"G/S GET/SET stock", "o GET owner", "D DEL", "L/U Lua in Lock/Unlock", "W wake-up published", "P renew", "x expired", "! foreign DEL", "⊘ stale write refused", "F/R/? failover/restart/lost"},
 }
 
 // legendLines packs the timeline's legend into lines of w columns: the lanes' glyphs first, then
@@ -291,7 +291,8 @@ func legendLines(w int, a *arena) []string {
 	cur := ""
 	for _, items := range legendItems {
 		for _, it := range items {
-			if (strings.HasPrefix(it, "░") && !a.noLock) || (strings.HasPrefix(it, "⊘") && a.fenced == 0) {
+			if (strings.HasPrefix(it, "░") && !a.noLock) || (strings.HasPrefix(it, "⊘") && a.fenced == 0) ||
+				(strings.HasPrefix(it, "W ") && a.published == 0) {
 				continue
 			}
 			if cur != "" && ansi.StringWidth(cur)+2+ansi.StringWidth(it) > w {

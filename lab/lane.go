@@ -122,7 +122,7 @@ func (l *lane) touch(b int64) {
 const markFenced byte = '#'
 
 // markRank orders command marks: a full bucket keeps its most telling commands.
-var markRank = map[byte]int{'P': 1, 'o': 2, 'G': 3, 'S': 4, 'L': 5, 'D': 6, markFenced: 7,
+var markRank = map[byte]int{'P': 1, 'o': 2, 'G': 3, 'S': 4, 'L': 5, 'U': 6, 'D': 6, 'W': 7, markFenced: 7,
 	// lock lane
 	'x': 7, '?': 8, '!': 9, 'F': 10, 'R': 10}
 

@@ -282,6 +282,22 @@ func checkWatcherOnQuorum(t *testing.T, env redisenv.Env) {
 	if len(ch.Keys) != 0 || len(ch.Lapsed) != 1 || ch.Lapsed[0].Key != "lock" || ch.Lapsed[0].After.Exists {
 		t.Errorf("a key that ran out is Lapsed, not a change: keys %+v, lapsed %+v", ch.Keys, ch.Lapsed)
 	}
+	// What a command publishes on the run's channels is the command's (a lock's wake-up); what
+	// was published between observations, or on a channel of another prefix, is not.
+	if err := c.Publish(ctx, pre+"lock:released", "unobserved").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Publish(ctx, "elsewhere:lock:released", "not the run's")
+	ch = observe("a script that sets and publishes", func() error {
+		return c.Eval(ctx, `redis.call("SET", KEYS[1], "d"); redis.call("PUBLISH", KEYS[2], "released"); return redis.call("PUBLISH", "elsewhere", "x")`,
+			[]string{key, pre + "lock:released"}).Err()
+	})
+	if len(ch.Published) != 1 || ch.Published[0] != (redisenv.Message{Channel: "lock:released", Text: "released"}) {
+		t.Errorf("the script's PUBLISH on the run's channel: want [{lock:released released}], got %+v", ch.Published)
+	}
+	if ch = observe("GET", func() error { return c.Get(ctx, key).Err() }); len(ch.Published) != 0 {
+		t.Errorf("a GET published %+v", ch.Published)
+	}
 	// The other node's watcher saw none of it.
 	oc := nodeClient(t, other)
 	och, err := wo.Observe(ctx, func() { oc.Exists(ctx, key) })

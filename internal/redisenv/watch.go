@@ -47,6 +47,9 @@ type Change struct {
 	// Ambiguous reports that the watcher cannot rule out that a key of Keys that vanished
 	// expired while the command ran (a backend without exact observation).
 	Ambiguous bool
+	// Published is what the command published on channels under the prefix, in order. Hazard:
+	// the exact watchers hear it (embedded, notifying); the poll watcher hears nothing.
+	Published []Message
 }
 
 // KeyValue is one key as a watcher read it: its value and remaining lease (-1: no expiry).

@@ -29,14 +29,29 @@ type frozenWatcher struct {
 	mu        *durable.Mutex // held across the observed command's round trip
 	last      snapshot       // every key after the last Observe or Resync
 	strangers int64          // the node's unclaimed commands, as of last
+	hear      *embListener   // what is published on the current primary (guarded by mu)
 }
 
 func newFrozenWatcher(n *embNode, prefix, except string) (*frozenWatcher, error) {
 	w := &frozenWatcher{n: n, prefix: prefix, except: except, mu: durable.New()}
 	if _, err := w.Resync(context.Background()); err != nil {
+		w.Close()
 		return nil, err
 	}
 	return w, nil
+}
+
+// listener is the listener on m, the current primary: a failover or restart brought a new one,
+// which is listened to afresh. The caller holds mu.
+func (w *frozenWatcher) listener(m *miniredis.Miniredis) *embListener {
+	if w.hear != nil && w.hear.m != m {
+		w.hear.close()
+		w.hear = nil
+	}
+	if w.hear == nil {
+		w.hear = newEmbListener(m, w.prefix)
+	}
+	return w.hear
 }
 
 // Observe implements Watcher.
@@ -44,6 +59,8 @@ func (w *frozenWatcher) Observe(ctx context.Context, send func()) (Change, error
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, now := w.n.freeze()
+	hear := w.listener(m)
+	hear.drain() // published between observations: not the command's
 	cur, err := readAll(m, w.prefix, w.except, now)
 	if err != nil {
 		send()
@@ -62,6 +79,7 @@ func (w *frozenWatcher) Observe(ctx context.Context, send func()) (Change, error
 		ch.Lapsed = moved
 	}
 	send()
+	ch.Published = hear.drain()
 	w.strangers = w.n.strangers() // what went out during the observation is the observed command
 	if w.n.current() != m {
 		return ch, errors.New("redisenv: the lock node failed over while a command ran on it")
@@ -112,6 +130,7 @@ func (w *frozenWatcher) Resync(ctx context.Context) ([]KeyValue, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	m, now := w.n.freeze()
+	w.listener(m).drain()
 	s, err := readAll(m, w.prefix, w.except, now)
 	if err != nil {
 		return nil, err
@@ -120,8 +139,16 @@ func (w *frozenWatcher) Resync(ctx context.Context) ([]KeyValue, error) {
 	return s.list(now), nil
 }
 
-// Close implements Watcher: there is nothing to release.
-func (w *frozenWatcher) Close() error { return nil }
+// Close implements Watcher: it stops listening.
+func (w *frozenWatcher) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hear != nil {
+		w.hear.close()
+		w.hear = nil
+	}
+	return nil
+}
 
 // readAll reads every key of m under prefix but not under prefix+except, at now on m's (frozen) clock.
 func readAll(m *miniredis.Miniredis, prefix, except string, now time.Time) (snapshot, error) {

@@ -132,18 +132,21 @@ func (w *notifyWatcher) connect(ctx context.Context) error {
 			return fmt.Errorf("redisenv: the referee's subscriber cannot authenticate: %w", err)
 		}
 	}
-	if err := writeCommand(c, "PSUBSCRIBE", w.pattern()); err != nil {
+	// The keyspace events, and what is published on the run's own channels (a lock's wake-up).
+	if err := writeCommand(c, "PSUBSCRIBE", w.pattern(), escapeGlob(w.prefix)+"*"); err != nil {
 		c.Close()
 		return err
 	}
-	r, err := readReply(rd)
-	if err != nil {
-		c.Close()
-		return fmt.Errorf("redisenv: the referee cannot subscribe to the lock's keyspace events: %w", err)
-	}
-	if len(r) < 1 || r[0] != "psubscribe" {
-		c.Close()
-		return fmt.Errorf("redisenv: PSUBSCRIBE answered %q", r)
+	for range 2 {
+		r, err := readReply(rd)
+		if err != nil {
+			c.Close()
+			return fmt.Errorf("redisenv: the referee cannot subscribe to the lock's keyspace events: %w", err)
+		}
+		if len(r) < 1 || r[0] != "psubscribe" {
+			c.Close()
+			return fmt.Errorf("redisenv: PSUBSCRIBE answered %q", r)
+		}
 	}
 	w.conn, w.rd = c, rd
 	return nil
@@ -152,10 +155,11 @@ func (w *notifyWatcher) connect(ctx context.Context) error {
 // event is one keyspace event: the key (without the prefix) and what happened to it.
 type event struct{ key, what string }
 
-// barrier returns every event published on the keys' channels since the last barrier.
-func (w *notifyWatcher) barrier(ctx context.Context) ([]event, error) {
+// barrier returns every event published on the keys' channels since the last barrier, and every
+// message published on the run's own channels.
+func (w *notifyWatcher) barrier(ctx context.Context) ([]event, []Message, error) {
 	if w.conn == nil {
-		return nil, errors.New("redisenv: the referee's subscriber connection is closed")
+		return nil, nil, errors.New("redisenv: the referee's subscriber connection is closed")
 	}
 	ctx, cancel := withWatchTimeout(ctx)
 	defer cancel()
@@ -166,20 +170,23 @@ func (w *notifyWatcher) barrier(ctx context.Context) ([]event, error) {
 	if err := writeCommand(w.conn, "PING", nonce); err != nil {
 		w.conn.Close()
 		w.conn = nil
-		return nil, fmt.Errorf("redisenv: the referee lost its view of the lock: %w", err)
+		return nil, nil, fmt.Errorf("redisenv: the referee lost its view of the lock: %w", err)
 	}
 	chPrefix := "__keyspace@" + strconv.Itoa(w.db) + "__:" + w.prefix
 	var events []event
+	var published []Message
 	for {
 		r, err := readReply(w.rd)
 		if err != nil {
 			w.conn.Close()
 			w.conn = nil
-			return nil, fmt.Errorf("redisenv: the referee lost its view of the lock: %w", err)
+			return nil, nil, fmt.Errorf("redisenv: the referee lost its view of the lock: %w", err)
 		}
 		switch {
 		case len(r) == 2 && r[0] == "pong" && r[1] == nonce:
-			return events, nil
+			return events, published, nil
+		case len(r) == 4 && r[0] == "pmessage" && r[1] != w.pattern():
+			published = append(published, Message{Channel: strings.TrimPrefix(r[2], w.prefix), Text: r[3]})
 		case len(r) == 4 && r[0] == "pmessage":
 			key := strings.TrimPrefix(r[2], chPrefix)
 			if w.except == "" || !strings.HasPrefix(key, w.except) {
@@ -193,7 +200,7 @@ func (w *notifyWatcher) barrier(ctx context.Context) ([]event, error) {
 func (w *notifyWatcher) Observe(ctx context.Context, send func()) (Change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	pre, err := w.barrier(ctx)
+	pre, _, err := w.barrier(ctx)
 	if err != nil {
 		send()
 		return Change{}, err
@@ -232,11 +239,12 @@ func (w *notifyWatcher) Observe(ctx context.Context, send func()) (Change, error
 		}
 	}
 	send()
-	post, err := w.barrier(ctx)
+	post, published, err := w.barrier(ctx)
 	if err != nil {
 		w.last = cur
 		return ch, err
 	}
+	ch.Published = published
 	var touched []string
 	for _, ev := range post {
 		if byRedis(ev.what) && !slices.Contains(touched, ev.key) {

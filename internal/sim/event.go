@@ -45,6 +45,7 @@ const (
 	EvOverlap     EventKind = "overlap"     // Other's and Buyer's orders were inside together (From, To, Sentence)
 	EvFenced      EventKind = "fenced"      // the inventory refused Buyer's stale fencing Token (Write: its write)
 	EvRestart     EventKind = "restart"     // lock node Node restarted without persistence and forgot every key (OK, Err)
+	EvPublish     EventKind = "publish"     // Buyer's command published Sentence on channel Channel of lock node Node (a lock's wake-up)
 )
 
 // Event is one thing that happened in an arena, typed: the lab draws from its fields and says it
@@ -71,7 +72,8 @@ type Event struct {
 	Due      time.Duration // EvFree: when the lock came free (a lease runs out before it is seen); EvExpired: when the key ran out (0: not known)
 	TTL      time.Duration // EvAcquired: the lock's lease as it was taken (-1: it never expires)
 	On       string        // a lock event's node, by name, where the lock has several ("lock-2")
-	Sentence string        // EvViolation, EvOverlap: the referee's own words
+	Sentence string        // EvViolation, EvOverlap: the referee's own words; EvPublish: the message
+	Channel  string        // EvPublish: the channel, without the run's prefix
 	// Left (EvReleased, EvForeign, EvExpired, EvLost): what went is what a hold left on this
 	// node after it had ended on another (a quorum's hold ends when its first key is gone). It
 	// ends no hold and is no violation: the node's key is gone, and the lab draws it so.
@@ -85,6 +87,10 @@ type Command struct {
 	Stock  bool   // a shop command at the inventory
 	OnLock bool   // it names a key of a lock node (the shop's lock, or another key of the run)
 	Node   int    // the lock node it went to
+	// In is the call the commands were sent in: "lock", "unlock", or "" outside both (a
+	// watchdog's renewal, a handler's own command). Hazard: a script's name says nothing of what
+	// it does, so a lock script and an unlock script look alike but for In.
+	In string
 	// Label names the commands the way the timeline shows them: "SET NX lock", "GET stock",
 	// "EVALSHA lock @2"; a pipeline's are joined with " + ". Long is how Words says them: a
 	// node by its name ("EVALSHA lock on lock-2").
@@ -98,12 +104,21 @@ func (c *Command) long() string {
 	return c.Long
 }
 
-// commandOf is the Command of cmds sent to lock node node.
-func commandOf(cmds []Cmd, node int, r *Referee) *Command {
+// isScript reports whether a command runs a script or a function on the server.
+func isScript(name string) bool {
+	name = strings.ToUpper(name)
+	return strings.HasPrefix(name, "EVAL") || strings.HasPrefix(name, "FCALL")
+}
+
+// commandOf is the Command of cmds sent to lock node node in call call (0: none, or not known).
+func commandOf(cmds []Cmd, node, call int, r *Referee) *Command {
 	if len(cmds) == 0 {
 		return nil
 	}
 	c := &Command{Name: strings.ToUpper(cmds[0].Name), Node: node}
+	if rc := r.calls[call]; rc != nil {
+		c.In = map[bool]string{true: callLock, false: callUnlock}[rc.lock]
+	}
 	parts := make([]string, 0, len(cmds))
 	var long []string
 	for _, cmd := range cmds {
@@ -134,6 +149,19 @@ func commandOf(cmds []Cmd, node int, r *Referee) *Command {
 	}
 	c.Label = strings.Join(parts, " + ")
 	c.Long = strings.Join(long, " + ")
+	if isScript(c.Name) { // which script it is, by the call it ran in
+		switch c.In {
+		case callLock:
+			c.Label, c.Long = c.Label+" in Lock", c.Long+", in its Lock"
+		case callUnlock:
+			c.Label, c.Long = c.Label+" in Unlock", c.Long+", in its Unlock"
+		case "":
+			if call != 0 {
+				break // in a call the referee no longer knows: say nothing of it
+			}
+			c.Label, c.Long = c.Label+" outside Lock/Unlock", c.Long+", outside its Lock and Unlock calls (a renewal, or the handler's own)"
+		}
+	}
 	return c
 }
 
@@ -146,6 +174,12 @@ func stockCommand(what string) *Command {
 		return &Command{Name: "EVALSHA", Stock: true, Label: "EVALSHA sell stock", Long: "EVALSHA sell stock"}
 	}
 	return &Command{Name: "SET", Stock: true, Label: "SET stock", Long: "SET stock"}
+}
+
+// errWords is an error as a sentence says it: the steps package's own errors without their
+// package's name ("steps: sold out" is "sold out"); any other error as it is.
+func errWords(err string) string {
+	return strings.TrimPrefix(err, "steps: ")
 }
 
 func (e Event) String() string {
@@ -165,6 +199,8 @@ func (e Event) Words() string {
 		return who + " starts an order"
 	case EvCommand:
 		return who + " sends " + e.Cmd.long()
+	case EvPublish:
+		return fmt.Sprintf("%s's command publishes %q on channel %s%s: whoever subscribed to it wakes", who, e.Sentence, e.Channel, on)
 	case EvAcquired:
 		if e.Handed {
 			return who + " is handed the lock" + on
@@ -215,9 +251,9 @@ func (e Event) Words() string {
 		case e.Err == "":
 			return who + "'s order returned without selling anything"
 		case e.Sold:
-			return who + "'s order sold; then " + e.Err
+			return who + "'s order sold; then " + errWords(e.Err)
 		}
-		return who + "'s order failed: " + e.Err
+		return who + "'s order failed: " + errWords(e.Err)
 	case EvRejected:
 		return fmt.Sprintf("%s is turned away, %d on the shelf", who, e.Stock)
 	case EvFault:
@@ -249,7 +285,7 @@ func (e Event) Words() string {
 		if e.OK {
 			return who + "'s nested lock got in"
 		}
-		return who + "'s nested lock failed: " + e.Err
+		return who + "'s nested lock failed: " + errWords(e.Err)
 	case EvViolation:
 		return fmt.Sprintf("VIOLATION %s: %s", e.Viol, e.Sentence)
 	case EvRefused:

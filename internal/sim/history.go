@@ -106,6 +106,14 @@ type Record struct {
 	D           time.Duration `json:"d,omitempty"`   // a freeze's or cut's length, a probe's delay or limit
 	Due         time.Duration `json:"due,omitempty"` // when keys ran out (lapse), or the release a probe measured
 	Kinds       []steps.Kind  `json:"kinds,omitempty"`
+	// Published is what a command published on the run's own channels (exact watchers only).
+	Published []Message `json:"published,omitempty"`
+}
+
+// Message is one message published on a channel of the run (Channel without its prefix).
+type Message struct {
+	Channel string `json:"channel"`
+	Text    string `json:"text,omitempty"`
 }
 
 // Cmd is one command as sent: its name and arguments, key names without the run's prefix.

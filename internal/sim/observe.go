@@ -91,6 +91,9 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	if ch.Ambiguous {
 		rec.Ambiguous, rec.DeletesOnly, rec.ReplyZero = true, plainDeletes(cmds), replyZero(cmds)
 	}
+	for _, m := range ch.Published {
+		rec.Published = append(rec.Published, Message{Channel: m.Channel, Text: m.Text})
+	}
 	a.record(rec)
 	return err
 }

@@ -211,7 +211,7 @@ func (r *Referee) History() *History {
 
 func (r *Referee) say(e Event) {
 	switch e.Kind {
-	case EvAcquired, EvReleased, EvForeign, EvExpired, EvLost, EvFailover, EvRestart, EvWaiting:
+	case EvAcquired, EvReleased, EvForeign, EvExpired, EvLost, EvFailover, EvRestart, EvWaiting, EvPublish:
 		if len(r.h.Nodes) > 1 {
 			e.On = r.nodeName(e.Node)
 		}
@@ -283,7 +283,7 @@ func (r *Referee) Add(rec Record) {
 	case RecStock:
 		r.stockOp(rec)
 	case RecFault:
-		r.say(Event{At: rec.At, Kind: EvFault, Buyer: rec.Buyer, Fault: Fault(rec.What), Cmd: commandOf(rec.Cmds, rec.Node, r)})
+		r.say(Event{At: rec.At, Kind: EvFault, Buyer: rec.Buyer, Fault: Fault(rec.What), Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r)})
 	case RecProcess:
 		r.process(rec)
 	case RecNode:
@@ -688,15 +688,20 @@ func (r *Referee) command(rec Record) {
 		}
 	}
 	if rec.Buyer > 0 {
-		r.say(Event{At: rec.At, Kind: EvCommand, Buyer: rec.Buyer, Node: rec.Node, Cmd: commandOf(rec.Cmds, rec.Node, r)})
+		r.say(Event{At: rec.At, Kind: EvCommand, Buyer: rec.Buyer, Node: rec.Node, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r)})
 	}
+	defer func() { // said after what the command did to the keys: a release, then its wake-up
+		for _, m := range rec.Published {
+			r.say(Event{At: rec.At, Kind: EvPublish, Buyer: rec.Buyer, Node: rec.Node, Channel: m.Channel, Sentence: m.Text})
+		}
+	}()
 	blame := true
 	if rec.Ambiguous {
 		if rec.DeletesOnly {
 			blame = !rec.ReplyZero // DEL answered how many it deleted
 		} else {
 			blame = false
-			r.blind(fmt.Sprintf("buyer %d's %s ran as a key of %s ran out; the referee could not tell which of them removed it", rec.Buyer, commandOf(rec.Cmds, rec.Node, r).Label, r.nodeName(rec.Node)), steps.ForeignRelease)
+			r.blind(fmt.Sprintf("buyer %d's %s ran as a key of %s ran out; the referee could not tell which of them removed it", rec.Buyer, commandOf(rec.Cmds, rec.Node, rec.Call, r).Label, r.nodeName(rec.Node)), steps.ForeignRelease)
 		}
 	}
 	c := r.calls[rec.Call]

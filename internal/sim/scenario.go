@@ -563,7 +563,7 @@ func (a *Arena) frozeBefore(p *process) string {
 	defer a.mu.Unlock()
 	for _, rec := range a.ref.h.Records {
 		if rec.Kind == RecFault && rec.What == string(FaultUnlockRace) && rec.Buyer == p.n {
-			return commandOf(rec.Cmds, rec.Node, a.ref).Label
+			return commandOf(rec.Cmds, rec.Node, rec.Call, a.ref).Label
 		}
 	}
 	return ""
