@@ -45,6 +45,7 @@ type arena struct {
 	rw        *rewind // the rewind cursor, while the learner walks the timeline
 	fenced    int     // writes the inventory refused for a stale fencing token
 	published int     // messages a command published (a lock's wake-up)
+	line      []int   // the buyers in the lock's line of waiters (step 14), first first
 	fenceBy   string  // the latest of them in words
 	loss      string  // what the last lock loss was: "failover" or "restart"
 
@@ -222,6 +223,9 @@ func (a *arena) fold(e sim.Event) {
 		a.inside[[2]int{e.Buyer, e.Order}] = true
 		a.logf(e.At, "%s", e.Words())
 		a.setOverlap(b)
+	case sim.EvLine:
+		a.line = e.Line
+		a.logf(e.At, "%s", e.Words())
 	case sim.EvPublish:
 		l.mark(b, 'W')
 		a.published++

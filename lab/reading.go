@@ -89,6 +89,16 @@ func (a *arena) lockLine(w int) string {
 	default:
 		parts = append(parts, "free")
 	}
+	if len(a.line) > 0 {
+		names := make([]string, len(a.line))
+		for i, b := range a.line {
+			names[i] = "?"
+			if b > 0 {
+				names[i] = fmt.Sprintf("b%d", b)
+			}
+		}
+		parts = slices.Insert(parts, min(1, len(parts)), "line: "+strings.Join(names, " → ")) // after the owner
+	}
 	parts = append(parts, sDim.Render("key "+a.lockKey))
 	return ansi.Truncate(head+strings.Join(parts, " · "), w, "…")
 }

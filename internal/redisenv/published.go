@@ -7,13 +7,14 @@ import (
 	"github.com/alicebob/miniredis/v2"
 )
 
-// Message is one message a command published on a channel under the run's prefix (Channel without
-// the prefix): a lock's way to wake its waiters (step 13's release, 14's "your turn").
+// Message is one message a command published (Channel without the run's prefix, where it has
+// it): a lock's way to wake its waiters (step 13's release, 14's "your turn").
 type Message struct {
 	Channel, Text string
 }
 
-// embListener hears what is published on a miniredis under a prefix, in-process: miniredis hands
+// embListener hears what is published on a miniredis, on any channel (the node is the run's own:
+// step 14's turn channels are not under the run's prefix), in-process: miniredis hands
 // each message to the listener's goroutine before the PUBLISH (or the script that ran it) returns,
 // so after a command has returned, drain has every message it published.
 //
@@ -30,7 +31,7 @@ type embListener struct {
 }
 
 func newEmbListener(m *miniredis.Miniredis, prefix string) *embListener {
-	l := &embListener{m: m, sub: m.NewSubscriber(), prefix: prefix, pat: escapeGlob(prefix) + "*",
+	l := &embListener{m: m, sub: m.NewSubscriber(), prefix: prefix, pat: "*",
 		ask: make(chan chan []Message), stop: make(chan struct{})}
 	l.sub.Psubscribe(l.pat)
 	l.done.Add(1)

@@ -47,8 +47,9 @@ type Change struct {
 	// Ambiguous reports that the watcher cannot rule out that a key of Keys that vanished
 	// expired while the command ran (a backend without exact observation).
 	Ambiguous bool
-	// Published is what the command published on channels under the prefix, in order. Hazard:
-	// the exact watchers hear it (embedded, notifying); the poll watcher hears nothing.
+	// Published is what the command published, in order. Hazard: the embedded watcher hears every
+	// channel (its node is the run's own), the notifying one the channels under the prefix only
+	// (a server may be shared), the poll watcher nothing.
 	Published []Message
 }
 

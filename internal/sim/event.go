@@ -6,6 +6,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ const (
 	EvOverlap     EventKind = "overlap"     // Other's and Buyer's orders were inside together (From, To, Sentence)
 	EvFenced      EventKind = "fenced"      // the inventory refused Buyer's stale fencing Token (Write: its write)
 	EvRestart     EventKind = "restart"     // lock node Node restarted without persistence and forgot every key (OK, Err)
+	EvLine        EventKind = "line"        // a list of the run (Channel: its key) holds buyers Line, first first; Buyer joined it
 	EvPublish     EventKind = "publish"     // Buyer's command published Sentence on channel Channel of lock node Node (a lock's wake-up)
 )
 
@@ -73,7 +75,8 @@ type Event struct {
 	TTL      time.Duration // EvAcquired: the lock's lease as it was taken (-1: it never expires)
 	On       string        // a lock event's node, by name, where the lock has several ("lock-2")
 	Sentence string        // EvViolation, EvOverlap: the referee's own words; EvPublish: the message
-	Channel  string        // EvPublish: the channel, without the run's prefix
+	Channel  string        // EvPublish: the channel, without the run's prefix; EvLine: the list's key
+	Line     []int         // EvLine: the buyers in line, first first (0: an item no buyer put there)
 	// Left (EvReleased, EvForeign, EvExpired, EvLost): what went is what a hold left on this
 	// node after it had ended on another (a quorum's hold ends when its first key is gone). It
 	// ends no hold and is no violation: the node's key is gone, and the lab draws it so.
@@ -199,6 +202,22 @@ func (e Event) Words() string {
 		return who + " starts an order"
 	case EvCommand:
 		return who + " sends " + e.Cmd.long()
+	case EvLine:
+		names := make([]string, len(e.Line))
+		for i, b := range e.Line {
+			names[i] = "nobody's item"
+			if b > 0 {
+				names[i] = fmt.Sprintf("buyer %d", b)
+			}
+		}
+		line := "the line (" + e.Channel + ")" + on
+		switch {
+		case e.Buyer > 0 && len(e.Line) > 0:
+			return fmt.Sprintf("%s gets in %s, place %d: %s", who, line, slices.Index(e.Line, e.Buyer)+1, strings.Join(names, ", "))
+		case len(e.Line) == 0:
+			return line + " is empty"
+		}
+		return line + " is now: " + strings.Join(names, ", ")
 	case EvPublish:
 		return fmt.Sprintf("%s's command publishes %q on channel %s%s: whoever subscribed to it wakes", who, e.Sentence, e.Channel, on)
 	case EvAcquired:

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestWhatAHoldLeft(t *testing.T) {
 					t.Errorf("the restart that ended the hold is said as what it left: %s", e)
 				}
 			}
-			if len(left) != 1 || left[0] != tc.want {
+			if len(left) != 1 || !reflect.DeepEqual(left[0], tc.want) {
 				t.Errorf("what the hold left is said as %v, want %v", left, tc.want)
 			}
 			if rep := r.Report(); !slices.Equal(rep.Found, []steps.Kind{}) || len(rep.ForeignReleases) != 0 {

@@ -43,6 +43,7 @@ type Referee struct {
 	orders map[int]*rorder
 	ranked []*rorder // by when they began
 	calls  map[int]*rcall
+	listed map[nodeKey]map[string]int // a list's items, by the buyer whose command put each there
 
 	// the shop
 	spans     []*span
@@ -184,7 +185,7 @@ type stuckState struct {
 func NewReferee(h History, emit func(Event)) *Referee {
 	h.Records = nil
 	r := &Referee{h: h, emit: emit, procs: map[int]*rproc{}, orders: map[int]*rorder{},
-		calls: map[int]*rcall{}, pairs: map[[2]int]bool{}, shelf: h.Stock, freeAt: -1, first: -1,
+		calls: map[int]*rcall{}, listed: map[nodeKey]map[string]int{}, pairs: map[[2]int]bool{}, shelf: h.Stock, freeAt: -1, first: -1,
 		probes: map[time.Duration]time.Duration{}, told: map[steps.Kind]bool{}}
 	r.window = max(4*h.Timing.RTT, 5*time.Millisecond)
 	for range max(len(h.Nodes), 1) {
@@ -211,7 +212,7 @@ func (r *Referee) History() *History {
 
 func (r *Referee) say(e Event) {
 	switch e.Kind {
-	case EvAcquired, EvReleased, EvForeign, EvExpired, EvLost, EvFailover, EvRestart, EvWaiting, EvPublish:
+	case EvAcquired, EvReleased, EvForeign, EvExpired, EvLost, EvFailover, EvRestart, EvWaiting, EvPublish, EvLine:
 		if len(r.h.Nodes) > 1 {
 			e.On = r.nodeName(e.Node)
 		}
@@ -690,6 +691,7 @@ func (r *Referee) command(rec Record) {
 	if rec.Buyer > 0 {
 		r.say(Event{At: rec.At, Kind: EvCommand, Buyer: rec.Buyer, Node: rec.Node, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r)})
 	}
+	r.lines(rec)
 	defer func() { // said after what the command did to the keys: a release, then its wake-up
 		for _, m := range rec.Published {
 			r.say(Event{At: rec.At, Kind: EvPublish, Buyer: rec.Buyer, Node: rec.Node, Channel: m.Channel, Sentence: m.Text})

@@ -45,3 +45,39 @@ func TestScriptsByTheirCall(t *testing.T) {
 		t.Errorf("said:\n%s\nwant:\n%s", strings.Join(said, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestTheLine: a list of the run is a line of buyers, each item the buyer whose command put it
+// there (step 14's waiters); the line is said when its buyers change, and not otherwise.
+func TestTheLine(t *testing.T) {
+	const line = LockName + ":line"
+	b := newHB(steps.Greedy, 3)
+	b.begin(2, 1).begin(3, 2)
+	push := func(buyer int, before, after string) {
+		b.add(Record{Kind: RecCmd, Buyer: buyer, Cmds: []Cmd{{Name: "evalsha", Args: []string{"ab", "1", line}}},
+			Keys: []KeyChange{{Key: line, Before: before, After: after, TTL: -1}}, Seq: int64(len(b.h.Records))})
+	}
+	push(2, "", `list:"p2:a";`)
+	push(3, `list:"p2:a";`, `list:"p2:a";"p3:b";`)
+	push(3, `list:"p2:a";"p3:b";`, `list:"p2:a";"p3:b";`) // asks again, keeps its place
+	push(2, `list:"p2:a";"p3:b";`, `list:"p3:b";`)
+	push(3, `list:"p3:b";`, "")
+	b.add(Record{Kind: RecCmd, Buyer: 2, Keys: []KeyChange{{Key: "other", Before: "dump:\x00", After: "dump:\x01"}}, Cmds: []Cmd{{Name: "set"}}, Seq: 99})
+	var said []string
+	r := NewReferee(b.h, func(e Event) {
+		if e.Kind == EvLine {
+			said = append(said, e.Words())
+		}
+	})
+	for _, rec := range b.h.Records {
+		r.Add(rec)
+	}
+	want := []string{
+		"buyer 2 gets in the line (" + line + "), place 1: buyer 2",
+		"buyer 3 gets in the line (" + line + "), place 2: buyer 2, buyer 3",
+		"the line (" + line + ") is now: buyer 3",
+		"the line (" + line + ") is empty",
+	}
+	if strings.Join(said, "\n") != strings.Join(want, "\n") {
+		t.Errorf("said:\n%s\nwant:\n%s", strings.Join(said, "\n"), strings.Join(want, "\n"))
+	}
+}
