@@ -227,7 +227,9 @@ func (a *arena) fold(e sim.Event) {
 		a.line = e.Line
 		a.logf(e.At, "%s", e.Words())
 	case sim.EvPublish:
-		l.mark(b, 'W')
+		if l != nil { // a probe's command (buyer 0) has no lane
+			l.mark(b, 'W')
+		}
 		a.published++
 		a.logf(e.At, "%s", e.Words())
 	case sim.EvWrite:

@@ -18,6 +18,10 @@ func (m *model) header(w int) string {
 	left := sTitle.Render("lockstep") + " " + sStep.Render(" "+m.stepLabel(st)+" ") + " "
 	status := m.status(m.statusLevel(w))
 	room := w - lipgloss.Width(left) - ansi.StringWidth(status) - 2
+	if room < ansi.StringWidth(st.Title) { // the step's title before the lab's name
+		left = sStep.Render(" "+m.stepLabel(st)+" ") + " "
+		room = w - lipgloss.Width(left) - ansi.StringWidth(status) - 2
+	}
 	if room < 12 {
 		return left + sBold.Render(st.Title)
 	}

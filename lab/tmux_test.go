@@ -177,7 +177,9 @@ func TestTmuxBadFlag(t *testing.T) {
 // and its TTL; after b, the step broke, every buyer the verdict names has its lane on screen, and
 // the hand-off names the step whose row of the matrix clears what broke this one (worked out here
 // from the catalog), or says that none does; and for step 15, issue 10's: b plays its restart with
-// a line per lock node. TMUX_STEPS=10,12 runs only those.
+// a line per lock node; and issue 17's: at 80×24, after b, each new step's idea is on the screen
+// (13's wake-up, 14's line, 15's node lanes, 16's token and refused write; 12's hand-off names
+// 16) and no status line is cut. TMUX_STEPS=10,12 runs only those.
 func TestTmux80x24(t *testing.T) {
 	t.Parallel() // a binary of its own, on a tmux server of its own
 	needTmux(t)
@@ -186,9 +188,9 @@ func TestTmux80x24(t *testing.T) {
 	}
 	bin := buildLab(t)
 	// a quorum lock (15) says its majority on the LOCK line, and each node's holder and TTL below
-	lockRe := regexp.MustCompile(`(?m)^LOCK owner buyer (\d+) · (TTL \d+\.\d\ds left|a majority: \d of 3 nodes\s.*\n  lock-\d buyer \d+ · TTL \d+\.\d\ds left)`)
+	lockRe := regexp.MustCompile(`(?m)^LOCK owner buyer (\d+) · (line: [b\d →]+ · )?(TTL \d+\.\d\ds left|a majority: \d of 3 nodes\s.*\n  lock-\d buyer \d+ · TTL \d+\.\d\ds left)`)
 	last := lastNumber(catalog.Steps)
-	for _, n := range []int{4, 5, 9, 10, 12, 14, 15} {
+	for _, n := range []int{4, 5, 9, 10, 12, 13, 14, 15, 16} {
 		if only := os.Getenv("TMUX_STEPS"); only != "" && !slices.Contains(strings.Split(only, ","), fmt.Sprint(n)) {
 			continue
 		}
@@ -201,6 +203,9 @@ func TestTmux80x24(t *testing.T) {
 			s := l.waitForRe(20*time.Second, lockRe)
 			if !strings.Contains(s, "▶ live buyers") {
 				t.Errorf("the LOCK line showed an owner before the arena was on screen:\n%s", s)
+			}
+			if n == 14 { // its idea: the line of waiters, on the LOCK line
+				l.waitForRe(10*time.Second, regexp.MustCompile(`(?m)^LOCK owner buyer \d+ · line: b\d`))
 			}
 			l.send("b")
 			l.waitFor(90*time.Second, fmt.Sprintf("step %d broke under", n), "q quit")
@@ -247,10 +252,69 @@ func TestTmux80x24(t *testing.T) {
 			if n == 5 && strings.Contains(flat, "→ step 6: the fix") {
 				t.Errorf("step 6 is offered as the fix of step 5:\n%s", s)
 			}
+			// the step's idea is on the screen, in words or marks
+			idea := map[int]*regexp.Regexp{
+				12: regexp.MustCompile(`step 16 \(Fencing tokens: the inventory refuses a stale write\) clears oversold`),
+				13: regexp.MustCompile(`(?m)^b\d +\S*W`), // a wake-up published in its unlock
+				15: regexp.MustCompile(`(?m)^ @2 `),      // a lane per node
+				16: regexp.MustCompile(`(?s)LOCK stale write refused at the inventory: buyer \d's token \d.*⊘`),
+			}[n]
+			if idea != nil && !idea.MatchString(flat) && !idea.MatchString(s) {
+				t.Errorf("after b step %d's idea (%s) is not on the screen:\n%s", n, idea, s)
+			}
+			checkNotCut(t, s)
 			l.send("q")
 			l.waitFor(15*time.Second, "LAB-EXITED=0")
 		})
 	}
+}
+
+// checkNotCut: the screen's status lines (the header, what runs, the shop) are whole.
+func checkNotCut(t *testing.T, s string) {
+	t.Helper()
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimRight(l, " ")
+		if strings.HasSuffix(l, "…") && (strings.Contains(l, "Step ") || strings.HasPrefix(l, "▶") || strings.HasPrefix(l, "SHOP")) {
+			t.Errorf("a status line is cut: %q\n%s", l, s)
+		}
+	}
+}
+
+// TestTmux80x24NoBreak: step 17 takes no lock: its buyers work without one (░), and b from the
+// picker says why nothing breaks and starts live buyers; a side road's b breaks it with the
+// scenario its README names (side_aspect: error, the unlock skipped without a finally).
+func TestTmux80x24NoBreak(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary")
+	}
+	bin := buildLab(t)
+	last := lastNumber(catalog.Steps)
+	l := startTmux(t, bin, "80", "24", "-speed", "5")
+	l.waitFor(15*time.Second, fmt.Sprintf("Step 1/%d", last))
+	l.send("1", "7")
+	l.waitFor(5*time.Second, fmt.Sprintf("Step 17/%d", last))
+	l.send("b")
+	s := l.waitFor(20*time.Second, "▶ live buyers", "░")
+	checkNotCut(t, s)
+	if !strings.Contains(s, "LOCK none") {
+		t.Errorf("step 17's LOCK line does not say it takes none:\n%s", s)
+	}
+	l.send("Escape")
+	l.waitFor(5*time.Second, "enter open the arena")
+	l.send("1", "1", "Right")
+	l.waitFor(5*time.Second, "side road: side_aspect")
+	l.send("b")
+	s = l.waitFor(90*time.Second, "broke under error", "q quit")
+	s = l.settled(10 * time.Second)
+	flat := strings.Join(strings.Fields(s), " ")
+	if !strings.Contains(flat, "✗ stuck") || !strings.Contains(flat, "step 11") {
+		t.Errorf("side_aspect under error: want ✗ stuck and the way back to step 11:\n%s", s)
+	}
+	checkNotCut(t, s)
+	l.send("q")
+	l.waitFor(15*time.Second, "LAB-EXITED=0")
 }
 
 // settled polls the pane until two captures 150 ms apart agree (a finished run's screen stands
