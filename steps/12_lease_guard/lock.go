@@ -30,7 +30,7 @@ type Locker struct {
 	rdb    *redis.Client
 	ttl    time.Duration
 	life   context.Context     // the process's: its leases stop with it
-	mu     sync.Mutex          // guards leases and the clock: requests of one process lock and unlock at once
+	mu     sync.Mutex          // guards leases and the clock (one process, many requests)
 	leases map[*request]*lease // the lease of each request that holds a lock
 	clock  *time.Timer         // the one timer of all the process's leases; nil until the first
 	rings  time.Time           // when the clock is armed for; zero when it is not
@@ -108,7 +108,8 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	giveUp := time.Now().Add(retryBudget * l.ttl)
 	for {
 		sent := time.Now()
-		r, err := lockScript.Run(ctx, l.rdb, []string{key}, req.owner, l.ttl.Milliseconds()).Int64Slice()
+		r, err := lockScript.Run(ctx, l.rdb, []string{key}, req.owner,
+			l.ttl.Milliseconds()).Int64Slice()
 		if err != nil {
 			return false, err
 		}
@@ -155,13 +156,14 @@ type lease struct {
 	key    string
 	req    *request
 	due    time.Time // when to renew it: TTL/3 after it was last proved
-	until  time.Time // the lease is proved until then (the last answered try or renewal's send + TTL − margin)
+	until  time.Time // proved until the last answered try's or renewal's send + TTL − margin
 	asking bool      // a renewal is on its way
 }
 
 // guard starts the request's lease, valid at most until sent + TTL.
 func (l *Locker) guard(key string, req *request, sent time.Time) {
-	g := &lease{key: key, req: req, due: time.Now().Add(l.ttl / 3), until: sent.Add(l.ttl - l.margin())}
+	g := &lease{key: key, req: req, due: time.Now().Add(l.ttl / 3),
+		until: sent.Add(l.ttl - l.margin())}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.leases[req] = g

@@ -31,7 +31,7 @@ type Locker struct {
 	nodes  []*redis.Client
 	ttl    time.Duration
 	life   context.Context     // the process's: its leases stop with it
-	mu     sync.Mutex          // guards leases and the clock: requests of one process lock and unlock at once
+	mu     sync.Mutex          // guards leases and the clock (one process, many requests)
 	leases map[*request]*lease // the lease of each request that holds a lock
 	clock  *time.Timer         // the one timer of all the process's leases; nil until the first
 	rings  time.Time           // when the clock is armed for; zero when it is not
@@ -124,7 +124,8 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	for {
 		start := time.Now()
 		yes, holds, _ := l.onEach(ctx, func(ctx context.Context, c *redis.Client) (int64, error) {
-			r, err := lockScript.Run(ctx, c, []string{key}, req.owner, l.ttl.Milliseconds()).Int64Slice()
+			r, err := lockScript.Run(ctx, c, []string{key}, req.owner,
+				l.ttl.Milliseconds()).Int64Slice()
 			if err != nil || r[0] != 1 {
 				return 0, err
 			}
@@ -223,7 +224,7 @@ type lease struct {
 	key    string
 	req    *request
 	due    time.Time // when to renew it: TTL/3 after it was last proved
-	until  time.Time // the lease is proved until then (the last won try or proved renewal's send + TTL − drift − margin)
+	until  time.Time // proved until: the last won try's (or renewal's) send + TTL − drift − margin
 	asking bool      // a renewal is on its way
 }
 
@@ -237,7 +238,8 @@ func (l *Locker) guarded(req *request) bool {
 
 // guard starts the request's lease, valid at most until sent + TTL − drift.
 func (l *Locker) guard(key string, req *request, sent time.Time) {
-	g := &lease{key: key, req: req, due: time.Now().Add(l.ttl / 3), until: sent.Add(l.ttl - l.drift() - l.margin())}
+	g := &lease{key: key, req: req, due: time.Now().Add(l.ttl / 3),
+		until: sent.Add(l.ttl - l.drift() - l.margin())}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.leases[req] = g

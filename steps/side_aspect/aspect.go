@@ -59,7 +59,8 @@ func withOwner(ctx context.Context, id string) context.Context {
 // Hazard: there is no finally: when fn returns an error, WithLock returns it without unlocking,
 // and the lock stays taken — and the watchdog renews a lock nobody will give back. And a failed
 // unlock is not reported (002 only logs it): the caller cannot tell the lock was lost.
-func WithLock(ctx context.Context, l steps.Locker, key string, fn func(ctx context.Context) error) error {
+func WithLock(ctx context.Context, l steps.Locker, key string,
+	fn func(ctx context.Context) error) error {
 	ids, ok := ctx.Value(requestIDsKey{}).(*requestIDs)
 	if !ok {
 		ids = &requestIDs{ids: map[string]string{}}

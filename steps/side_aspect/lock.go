@@ -93,7 +93,8 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 		return false, err
 	}
 	for range retryCount {
-		r, err := lockScript.Run(ctx, l.rdb, []string{key}, owner, l.ttl.Milliseconds()).Int64Slice()
+		r, err := lockScript.Run(ctx, l.rdb, []string{key}, owner,
+			l.ttl.Milliseconds()).Int64Slice()
 		if err != nil {
 			return false, err
 		}
@@ -149,7 +150,8 @@ func (l *Locker) watch(key, owner string) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				n, err := renewScript.Run(ctx, l.rdb, []string{key}, owner, l.ttl.Milliseconds()).Int()
+				n, err := renewScript.Run(ctx, l.rdb, []string{key}, owner,
+					l.ttl.Milliseconds()).Int()
 				if err == nil && n == 0 {
 					return // the lock is not the request's any more: nothing left to renew
 				}

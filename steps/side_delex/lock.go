@@ -122,7 +122,8 @@ func (l *Locker) Unlock(ctx context.Context, key string) error {
 		return nil
 	}
 	l.unwatch()
-	deleted, err := l.rdb.DelExArgs(ctx, key, redis.DelExArgs{Mode: "IFEQ", MatchValue: l.owner}).Result()
+	deleted, err := l.rdb.DelExArgs(ctx, key,
+		redis.DelExArgs{Mode: "IFEQ", MatchValue: l.owner}).Result()
 	if err != nil {
 		return err
 	}
