@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -23,6 +24,9 @@ type arenaPane struct {
 func newArenaPane(s *state, g globalKeys) *arenaPane {
 	return &arenaPane{s: s, keys: newArenaKeys(g)}
 }
+
+// KeyMap is the pane's keys, for ? (and the footer's choice of them).
+func (p *arenaPane) KeyMap() help.KeyMap { return p.keys }
 
 // SetSize gives the arena w columns and h lines.
 func (p *arenaPane) SetSize(w, h int) { p.w, p.h = w, h }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
@@ -24,6 +25,9 @@ type codePane struct {
 func newCodePane(s *state, g globalKeys) *codePane {
 	return &codePane{s: s, keys: newCodeKeys(g), diff: true, vp: viewport.New(100, 26)}
 }
+
+// KeyMap is the pane's keys, for ? (and the footer's choice of them).
+func (p *codePane) KeyMap() help.KeyMap { return p.keys }
 
 // SetSize gives the code pane w columns and h lines.
 func (p *codePane) SetSize(w, h int) { p.w, p.h = w, h }

@@ -31,6 +31,9 @@ func newHelpPane(k helpKeys, groups []keyGroup) *helpPane {
 	return &helpPane{keys: k, groups: groups, hm: help.New(), vp: viewport.New(80, 20)}
 }
 
+// KeyMap is the pane's keys, for ? (and the footer's choice of them).
+func (p *helpPane) KeyMap() help.KeyMap { return p.keys }
+
 // SetSize gives the help screen w columns and h lines.
 func (p *helpPane) SetSize(w, h int) {
 	p.w, p.h = w, h

@@ -194,8 +194,3 @@ func (k helpKeys) ShortHelp() []key.Binding { return []key.Binding{k.Close, k.g.
 func (k helpKeys) FullHelp() [][]key.Binding {
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}, {k.Top, k.Bottom, k.Close}}
 }
-
-// everyKey is what ? lists: each pane's key map under its name.
-func everyKey(g globalKeys, p pickerKeys, a arenaKeys, c codeKeys, h helpKeys) []keyGroup {
-	return []keyGroup{{"Everywhere", g}, {"Picker", p}, {"Arena", a}, {"Code pane", c}, {"Help", h}}
-}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -22,6 +23,9 @@ type picker struct {
 func newPicker(s *state, g globalKeys) *picker {
 	return &picker{s: s, keys: newPickerKeys(g), page: 5}
 }
+
+// KeyMap is the pane's keys, for ? (and the footer's choice of them).
+func (p *picker) KeyMap() help.KeyMap { return p.keys }
 
 // SetSize gives the picker w columns and h lines.
 func (p *picker) SetSize(w, h int) { p.w, p.h = w, h }

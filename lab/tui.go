@@ -6,7 +6,8 @@ package main
 //     (sim.Live) or a canned scenario (sim.Run in a goroutine), see session.go. Every session
 //     has its own Redis and a generation number; messages of an older generation are dropped.
 //   - the panes: picker.go, arenapane.go (shop, lock, invariants, log) with timeline.go,
-//     codepane.go and helppane.go. Each has its own key map (keys.go), SetSize, Update and View.
+//     codepane.go and helppane.go, each a component (SetSize, Update, View, KeyMap; its key map
+//     in keys.go).
 //     A pane starts and stops nothing: its Update returns an intent (intents.go) that the model
 //     carries out in the same Update, so a key's effect shows in the next View.
 //   - state is what the panes read and only the model writes: the steps, where the learner is,
@@ -20,6 +21,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
@@ -150,19 +152,46 @@ func newModel(o tuiOptions) *model {
 	m := &model{state: st, opt: o, slow: o.slow, buyers: o.buyers, bg: &sync.WaitGroup{}, keys: g, quit: make(chan struct{}),
 		picker: newPicker(st, g), arenaP: newArenaPane(st, g), code: newCodePane(st, g)}
 	hk := newHelpKeys(g)
-	m.helpP = newHelpPane(hk, everyKey(g, m.picker.keys, m.arenaP.keys, m.code.keys, hk))
+	m.helpP = newHelpPane(hk, []keyGroup{{"Everywhere", g}, {"Picker", m.picker.KeyMap()},
+		{"Arena", m.arenaP.KeyMap()}, {"Code pane", m.code.KeyMap()}, {"Help", hk}})
 	m.resize(100, 30)
 	return m
+}
+
+// component is one pane of the lab (as soft-serve's pkg/ui has them): it lays itself out in the
+// room it is given, answers a key with an intent (intents.go) that the model carries out, draws
+// itself, and names its keys for ? and its footer. Hazard: a pane reads the state and writes
+// only its own fields; it starts and stops nothing.
+type component interface {
+	SetSize(w, h int)
+	Update(k tea.KeyMsg) tea.Msg
+	View() string
+	KeyMap() help.KeyMap
+}
+
+// panes are every pane, the help over them last.
+func (m *model) panes() []component { return []component{m.picker, m.arenaP, m.code, m.helpP} }
+
+// pane is the pane on screen: help over any of them, or the one the learner is on.
+func (m *model) pane() component {
+	switch {
+	case m.help:
+		return m.helpP
+	case m.scr == scrPicker:
+		return m.picker
+	case m.scr == scrCode:
+		return m.code
+	}
+	return m.arenaP
 }
 
 // resize gives every pane the room below the header line.
 func (m *model) resize(w, h int) {
 	m.width, m.height = w, h
 	w, h = max(w, 20), max(h, 8)
-	m.picker.SetSize(w, h-1)
-	m.arenaP.SetSize(w, h-1)
-	m.code.SetSize(w, h-1)
-	m.helpP.SetSize(w, h-1)
+	for _, p := range m.panes() {
+		p.SetSize(w, h-1)
+	}
 }
 
 // Init starts nothing: the first session starts when the learner opens the arena.
@@ -198,18 +227,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // View is the header over the pane on screen, cut to the terminal so it never scrolls.
 func (m *model) View() string {
 	w, h := max(m.width, 20), max(m.height, 8)
-	var body string
-	switch {
-	case m.help:
-		body = m.helpP.View()
-	case m.scr == scrPicker:
-		body = m.picker.View()
-	case m.scr == scrCode:
-		body = m.code.View()
-	default:
-		body = m.arenaP.View()
-	}
-	return fit(m.header(w)+"\n"+body, w, h)
+	return fit(m.header(w)+"\n"+m.pane().View(), w, h)
 }
 
 // key routes a key: the keys of every screen first, then the pane on screen. The pane answers
@@ -235,7 +253,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		}
 		return tea.Quit
 	case m.help:
-		return m.intent(m.helpP.Update(k))
+		return m.intent(m.pane().Update(k))
 	case key.Matches(k, g.Help):
 		m.help = true
 		m.helpP.Top()
@@ -250,13 +268,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		m.scr = scrArena
 		return m.startBreak()
 	}
-	switch m.scr {
-	case scrPicker:
-		return m.intent(m.picker.Update(k))
-	case scrCode:
-		return m.intent(m.code.Update(k))
-	}
-	return m.intent(m.arenaP.Update(k))
+	return m.intent(m.pane().Update(k))
 }
 
 // runes handles several keys arriving as one message (a quick typist, a paste, tmux send-keys):
