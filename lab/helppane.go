@@ -98,7 +98,9 @@ const helpTimeline = "One lane per buyer, one for the lock server; time runs lef
 	"~ spinning (asking for the lock again and again), ┄ cut off from the lock server (a partition), ▒ inside and cut off " +
 	"(its lock can tell it nothing: it works on), ‖ frozen, × crashed. " +
 	"The status after a lane says \"▓ 2 inside\" when a buyer's two orders are inside together, \"+1 waits\" when its second one waits its turn. " +
-	"Marks: G GET stock, S SET stock, o GET lock (the owner check), D DEL lock, L a holder's Lua script (unlock or renewal), P TTL renewal. " +
+	"Marks: G GET stock, S SET stock, o GET lock (the owner check), D DEL lock, L a Lua script in Lock, U one in Unlock, " +
+	"P a renewal (PEXPIRE, or a script outside Lock and Unlock), W a message published: a wake-up for the waiters (steps 13, 14), " +
+	"⊘ a stale write the inventory refused (step 16). On step 14 the LOCK line shows the line of waiters, first first. " +
 	"Lock lane: ─ free, ═ held, with the owner's number at the start of each hold (on a quorum lock, the buyer holding a majority of the nodes), x expired, ! deleted by a non-owner, F failover, R a node restarted without persistence, ? lost in the failover or restart. " +
 	"When not every buyer fits, the lanes shown are the buyers a sentence on screen names, the lock's owner, then the busy ones."
 
