@@ -33,6 +33,10 @@ type Graded struct {
 	Err string `json:"error,omitempty"`
 	// Hung says, in one line, how the learner's lock stopped a cell from ending at all.
 	Hung string `json:"hung,omitempty"`
+	// Reports are the played cells' reports, by scenario, each with its history and its other
+	// plays' (a page of the grade draws them, and lab judge reads them back from it). A Cell
+	// keeps its report out of JSON, so the row prints as matrix -json prints one.
+	Reports map[string]*sim.Report `json:"reports,omitempty"`
 }
 
 // cellLimit is the wall time a cell may take before the grading calls it hung. A cell plays in
@@ -106,6 +110,14 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 	var g Graded
 	row, incomplete, err := Row(st, play)
 	g.Row, g.Incomplete = row, incomplete
+	for _, c := range row {
+		if c.Report != nil {
+			if g.Reports == nil {
+				g.Reports = map[string]*sim.Report{}
+			}
+			g.Reports[c.Scenario] = c.Report
+		}
+	}
 	if err != nil {
 		g.Err = err.Error()
 	}

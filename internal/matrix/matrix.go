@@ -87,13 +87,23 @@ func Row(st *steps.Step, play func(*steps.Step, steps.Scenario) (*sim.Report, er
 		case err != nil:
 			return nil, 0, &CellError{Step: st.Slug, Scenario: sc, Err: err}
 		default:
-			c.Violations, c.Explain, c.Notes, c.Report = rep.Violations, rep.Explain, rep.Notes, rep
+			c = CellOf(rep)
+			c.Step, c.Scenario = st.Slug, string(sc)
 			if !rep.Complete() {
-				c.Unjudged, c.Why = rep.Unjudged, rep.Why()
 				incomplete++
 			}
 		}
 		row = append(row, c)
 	}
 	return row, incomplete, nil
+}
+
+// CellOf is the cell of a played report: its verdict, the referee's sentences, what it could not
+// judge and why, and the report itself.
+func CellOf(rep *sim.Report) Cell {
+	c := Cell{Step: rep.Step, Scenario: rep.Scenario, Violations: rep.Violations, Explain: rep.Explain, Notes: rep.Notes, Report: rep}
+	if !rep.Complete() {
+		c.Unjudged, c.Why = rep.Unjudged, rep.Why()
+	}
+	return c
 }
