@@ -348,7 +348,7 @@ func runDocCmd(t *testing.T, c docCmd) {
 	}
 	backend := os.Getenv("LAB_REDIS")
 	for i, a := range args {
-		if strings.HasSuffix(a, ".json") && !strings.Contains(a, "/") && docFilesDir != "" {
+		if (strings.HasSuffix(a, ".json") || strings.HasSuffix(a, ".html")) && !strings.Contains(a, "/") && docFilesDir != "" {
 			args[i] = filepath.Join(docFilesDir, a) // a file the text names: in the test's folder
 		}
 		if a == "-redis" && i+1 < len(args) {
@@ -485,6 +485,10 @@ func docClaims(t *testing.T, c docCmd, args []string, stdout, stderr string, too
 				t.Errorf("%s: the text quotes `%s`; go run ./lab %s printed no such line:\n%s", c.where, q, strings.Join(c.args, " "), stdout)
 			}
 		}
+	}
+	// A page the command wrote (-html FILE): its runs judged again, its size (checkDocPage).
+	if page := flagValue(args, "-html"); page != "" {
+		checkDocPage(t, c.where, page, ctx)
 	}
 	// Saved runs judged again: every one to the verdict it earned when it was played.
 	if args[0] == "judge" {

@@ -87,12 +87,13 @@ type gradeFlags struct {
 	nodes   int
 	backend string
 	asJSON  bool
+	html    string // write the grade as a page to this file
 }
 
 // gradeCmd grades the package in the folder its one argument names: every scenario, its row, a
 // sentence per violation; an error (exit 1) when anything was violated or not judged.
 func gradeCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("grade", "lab grade [-nodes 1] [-redis embedded] [-json] DIR\n\n"+
+	fs := newFlags("grade", "lab grade [-nodes 1] [-redis embedded] [-json] [-html FILE] DIR\n\n"+
 		"Grades the lock package in DIR (a folder inside this module, e.g. steps/mine: a copy of a step,\n"+
 		"changed). It must export "+wantNew+", and may export\n"+
 		wantOrder+" (without it, the lab's steps.DefaultOrder places the orders).\n"+
@@ -102,6 +103,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets (Proc.Nodes): 3 for a quorum lock such as step 15's")
 	fs.StringVar(&f.backend, "redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the row as matrix -json does, each violation with its sentence")
+	fs.StringVar(&f.html, "html", "", "write the grade as one self-contained page to this file: your row beside the nearest steps' rows, each cell linked to its run's timeline")
 	dir, err := parseWithDir(fs, args)
 	if err != nil {
 		return err
@@ -194,6 +196,11 @@ func gradeLearner(p *learnerPkg, f gradeFlags, stdout, stderr io.Writer) error {
 	case err != nil || runErr != nil:
 		return fmt.Errorf("the grader of %s failed: %s", p.rel, firstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
 	}
+	if f.html != "" {
+		if err := writeGradePage(f.html, p.rel, g, time.Now()); err != nil {
+			return err
+		}
+	}
 	return printGraded(p.rel, g, f.asJSON, stdout)
 }
 
@@ -281,20 +288,7 @@ func likeStep(all []*steps.Step, row []cell) string {
 			continue
 		}
 		var diff []string
-		judged = 0
-		for _, c := range row {
-			if c.Skipped != "" || len(c.Unjudged) > 0 {
-				continue
-			}
-			judged++
-			want := slices.Clone(st.Expect[steps.Scenario(c.Scenario)])
-			got := slices.Clone(c.Violations)
-			slices.Sort(want)
-			slices.Sort(got)
-			if !slices.Equal(want, got) {
-				diff = append(diff, c.Scenario)
-			}
-		}
+		diff, judged = differsUnder(st, row)
 		if best < 0 || len(diff) < len(bestDiff) {
 			best, bestDiff = i, diff
 		}
@@ -308,6 +302,25 @@ func likeStep(all []*steps.Step, row []cell) string {
 	default:
 		return fmt.Sprintf("Your lock's row is nearest %s's (%s): it differs under %s.", stepName(st), st.Title, strings.Join(bestDiff, ", "))
 	}
+}
+
+// differsUnder lists the scenarios under which row's verdict is not st's expected one, and how
+// many of row's cells were judged: a skipped cell, or one without a verdict, is like any.
+func differsUnder(st *steps.Step, row []cell) (diff []string, judged int) {
+	for _, c := range row {
+		if c.Skipped != "" || len(c.Unjudged) > 0 {
+			continue
+		}
+		judged++
+		want := slices.Clone(st.Expect[steps.Scenario(c.Scenario)])
+		got := slices.Clone(c.Violations)
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(want, got) {
+			diff = append(diff, c.Scenario)
+		}
+	}
+	return diff, judged
 }
 
 // runLearnerLab builds the lab with p laid over it and runs that lab with args, its output going

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
@@ -25,6 +26,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	repeat := fs.Int("repeat", 1, "play the scenario this many times and say whether every verdict was the same")
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	save := fs.String("save", "", "write the run (its history and verdict) to this file, for lab judge")
+	html := fs.String("html", "", "write the run as one self-contained page to this file: its verdict, lesson and timeline")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -42,6 +44,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return usageError("unknown scenario %q (want one of %s)", *scName, scenarioList())
 	}
+	if *repeat > 1 && *html != "" {
+		return usageError("-html writes the page of one run: it does not go with -repeat")
+	}
 	if *repeat > 1 {
 		return repeatCmd(st, sc, *repeat, *backend, *asJSON, stdout, stderr)
 	}
@@ -54,6 +59,11 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if *html != "" {
+		if err := writeRunPage(*html, st, rep, time.Now()); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -62,19 +72,34 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		fmt.Fprint(stdout, rep.Text())
-		if len(rep.Violations) > 0 {
-			if sc == st.BreakWith { // the lesson is the story of the step's own break
-				fmt.Fprintf(stdout, "\nlesson: %s\n", st.Lesson)
-			}
-			if i := slices.Index(catalog.Steps, st); i >= 0 {
-				fmt.Fprintf(stdout, "\nnext: %s\n", newHandoff(catalog.Steps, i, sc, rep.Violations).headline(catalog.Steps))
-			}
+		lesson, next := coda(st, sc, rep.Violations)
+		if lesson != "" {
+			fmt.Fprintf(stdout, "\nlesson: %s\n", lesson)
+		}
+		if next != "" {
+			fmt.Fprintf(stdout, "\nnext: %s\n", next)
 		}
 	}
 	if !rep.Complete() {
 		return fmt.Errorf("no verdict on %s: %s", joinKinds(rep.Unjudged), rep.Why())
 	}
 	return nil
+}
+
+// coda is what follows a broken run's report, as run prints it and a page shows it: the step's
+// lesson, under the step's own break (the lesson is that break's story), and where to go next
+// (the hand-off, after any break). Both are "" when nothing was violated.
+func coda(st *steps.Step, sc steps.Scenario, violations []steps.Kind) (lesson, next string) {
+	if len(violations) == 0 {
+		return "", ""
+	}
+	if sc == st.BreakWith {
+		lesson = st.Lesson
+	}
+	if i := slices.Index(catalog.Steps, st); i >= 0 {
+		next = newHandoff(catalog.Steps, i, sc, violations).headline(catalog.Steps)
+	}
+	return lesson, next
 }
 
 // play plays sc against st on a fresh env of backend: every headless command (run, matrix,

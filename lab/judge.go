@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/steps"
@@ -32,18 +33,13 @@ type savedRun struct {
 	Unjudged   []steps.Kind   `json:"unjudged,omitempty"`
 	History    *sim.History   `json:"history"`
 	Others     []*sim.History `json:"others,omitempty"`
+	// Played is when the run was played (RFC 3339, UTC); "" in a file written before it was kept.
+	Played string `json:"played,omitempty"`
 }
 
 // saveRuns writes the reports' runs to file.
 func saveRuns(file string, reps []*sim.Report) error {
-	out := savedRuns{Lockstep: "runs"}
-	for _, r := range reps {
-		if r == nil || r.History == nil {
-			continue
-		}
-		out.Runs = append(out.Runs, savedRun{Step: r.Step, Scenario: r.Scenario, Backend: r.Backend,
-			Violations: r.Violations, Unjudged: r.Unjudged, History: r.History, Others: r.Others})
-	}
+	out := savedOf(reps, time.Now())
 	var b bytes.Buffer
 	if err := json.NewEncoder(&b).Encode(out); err != nil {
 		return err
@@ -52,6 +48,21 @@ func saveRuns(file string, reps []*sim.Report) error {
 		return fmt.Errorf("writing the runs: %w", err)
 	}
 	return nil
+}
+
+// savedOf is the reports' runs as -save writes them, played at played; a report without a
+// history (a cell that could not end) has no run to save.
+func savedOf(reps []*sim.Report, played time.Time) savedRuns {
+	out := savedRuns{Lockstep: "runs"}
+	for _, r := range reps {
+		if r == nil || r.History == nil {
+			continue
+		}
+		out.Runs = append(out.Runs, savedRun{Step: r.Step, Scenario: r.Scenario, Backend: r.Backend,
+			Violations: r.Violations, Unjudged: r.Unjudged, History: r.History, Others: r.Others,
+			Played: played.UTC().Format(time.RFC3339)})
+	}
+	return out
 }
 
 // cellReports is the reports of cells that were played.
@@ -71,6 +82,11 @@ func readRuns(file string) ([]savedRun, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, usageError("%v", err)
+	}
+	if isPage(b) { // a page run, matrix, grade or judge wrote with -html carries its runs
+		if b, err = runsOfPage(b); err != nil {
+			return nil, usageError("%s: %v", file, err)
+		}
 	}
 	var probe struct {
 		Lockstep string          `json:"lockstep"`
@@ -107,12 +123,13 @@ func readRuns(file string) ([]savedRun, error) {
 // judgeCmd judges every run of a saved file again, offline, and says whether each verdict is the
 // one it earned when it was played.
 func judgeCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("judge", "lab judge [-json] FILE\n\n"+
-		"Judges again every run saved in FILE (lab run -save, lab matrix -save, or lab run -json's\n"+
-		"report), offline, from the history alone: the same referee, no Redis. Exit 0 when every\n"+
+	fs := newFlags("judge", "lab judge [-json] [-html OUT] FILE\n\n"+
+		"Judges again every run saved in FILE (lab run -save, lab matrix -save, lab run -json's\n"+
+		"report, or a page -html wrote), offline, from the history alone: the same referee, no Redis. Exit 0 when every\n"+
 		"verdict is the one the run earned when it was played, 1 when one differs or has none, 2 on\n"+
 		"bad input.", stderr)
 	asJSON := fs.Bool("json", false, "print the verdicts as matrix -json does")
+	html := fs.String("html", "", "write the runs, judged again, as one self-contained page to this file (a run's page, or a matrix's)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -161,6 +178,11 @@ func judgeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, d := range differ {
 		fmt.Fprintf(stdout, "differs: %s\n", d)
+	}
+	if *html != "" {
+		if err := writeJudgedPage(*html, file, runs, cells); err != nil {
+			return err
+		}
 	}
 	if !*asJSON {
 		fmt.Fprintf(stdout, "%d run(s) judged again from their histories: %d as when played, %d differ, %d without a verdict\n",

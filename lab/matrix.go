@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/sim"
@@ -34,12 +35,13 @@ func playRow(st *steps.Step, backend string) ([]cell, int, error) {
 
 // matrixCmd plays every scenario against every step and prints the table.
 func matrixCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("matrix", "lab matrix [-json] [-redis embedded] [-steps 04,05]", stderr)
+	fs := newFlags("matrix", "lab matrix [-json] [-redis embedded] [-steps 04,05] [-save FILE] [-html FILE]", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of {step, scenario, violations}")
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	only := fs.String("steps", "", "play only these steps, comma-separated (04,05 or atomic_ttl); default every step")
 	expected := fs.Bool("expected", false, "print the matrix the tests expect (the catalog's), without playing it")
 	save := fs.String("save", "", "write every cell's run (its history and verdict) to this file, for lab judge")
+	html := fs.String("html", "", "write the table and every cell's run as one self-contained page to this file, each cell linked to its run's timeline")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -87,6 +89,11 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if *save != "" {
 		if err := saveRuns(*save, cellReports(cells)); err != nil {
+			return err
+		}
+	}
+	if *html != "" {
+		if err := writeMatrixPage(*html, cells, len(rows), time.Now()); err != nil {
 			return err
 		}
 	}
@@ -162,19 +169,24 @@ func renderMatrix(cells []cell) string {
 		if i%len(steps.Scenarios) == 0 {
 			b.WriteString("| " + c.Step + " |")
 		}
-		v := "✓"
-		switch {
-		case c.Skipped != "":
-			v = "skipped"
-		case len(c.Unjudged) > 0:
-			v = "?"
-		case len(c.Violations) > 0:
-			v = joinKinds(c.Violations)
-		}
-		b.WriteString(" " + v + " |")
+		b.WriteString(" " + cellText(c) + " |")
 		if i%len(steps.Scenarios) == len(steps.Scenarios)-1 {
 			b.WriteString("\n")
 		}
 	}
 	return b.String()
+}
+
+// cellText is a cell as the table prints it: ✓ where no judged kind happened, the kinds that
+// did, ? without a verdict, or skipped.
+func cellText(c cell) string {
+	switch {
+	case c.Skipped != "":
+		return "skipped"
+	case len(c.Unjudged) > 0:
+		return "?"
+	case len(c.Violations) > 0:
+		return joinKinds(c.Violations)
+	}
+	return "✓"
 }

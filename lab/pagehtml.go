@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/matrix"
+	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+)
+
+// The page as a file: html/template writes what a reader reads without the script (the table,
+// each run's verdict, lesson, hand-off and report); page.js draws the timelines from the view
+// (pageData as JSON); the runs themselves, the histories lab judge reads, ride along as the file
+// -save writes. Styles, script and data are inline: the file opens from a chat attachment or a
+// USB stick, with no server and nothing fetched.
+
+var (
+	//go:embed page.css
+	pageCSS string
+	//go:embed page.js
+	pageJS string
+)
+
+// The two script elements that hold a page's data, by id.
+const (
+	viewID = "lockstep-view" // pageData: what the script draws
+	runsID = "lockstep-runs" // savedRuns: what lab judge reads back
+)
+
+// plainRunsLimit is the most the runs may weigh as plain JSON in a page. Past it they are stored
+// gzipped, in base64 (type "application/gzip"): the whole matrix's histories are about 6 MB of
+// JSON, mostly the load scenario's spinning waiters, and a page must stay well under 5 MB. A run's
+// page, and a few steps' matrix, hold them as plain JSON, readable in any text editor.
+const plainRunsLimit = 2 << 20
+
+// laneHeight is a timeline lane's height in CSS pixels, and timelineChrome what a timeline adds to
+// its lanes (the ruler, its controls and the line that says the event at the cursor): a timeline's
+// place is kept at its height before the script draws it, so a link lands where it will be.
+const (
+	laneHeight     = 22
+	timelineChrome = 96
+)
+
+// writePage writes the page of d, with runs as its data, to file.
+func writePage(file string, d pageData, runs savedRuns) error {
+	var b bytes.Buffer
+	if err := writePageTo(&b, d, runs, plainRunsLimit); err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing the page: %w", err)
+	}
+	return nil
+}
+
+// writePageTo writes the page to w, the runs as plain JSON up to limit bytes, gzipped past it.
+func writePageTo(w io.Writer, d pageData, runs savedRuns, limit int) error {
+	view, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(runs)
+	if err != nil {
+		return err
+	}
+	if err := pageTemplate.Execute(w, struct {
+		pageData
+		CSS template.CSS
+	}{d, template.CSS(pageCSS)}); err != nil {
+		return err
+	}
+	// json.Marshal escapes <, > and &, so no "</script" can end these elements early.
+	fmt.Fprintf(w, "<script type=\"application/json\" id=%q>%s</script>\n", viewID, view)
+	if len(data) <= limit {
+		fmt.Fprintf(w, "<script type=\"application/json\" id=%q>%s</script>\n", runsID, data)
+	} else {
+		var z bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+		zw.Write(data)
+		if err := zw.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "<script type=\"application/gzip\" data-encoding=\"base64\" id=%q>%s</script>\n", runsID, base64.StdEncoding.EncodeToString(z.Bytes()))
+	}
+	_, err = fmt.Fprintf(w, "<script>%s</script>\n</body>\n</html>\n", pageJS)
+	return err
+}
+
+// isPage tells whether b is a page a lab command wrote (and not a file of runs).
+func isPage(b []byte) bool {
+	head := bytes.ToLower(bytes.TrimSpace(b[:min(len(b), 512)]))
+	return bytes.HasPrefix(head, []byte("<!doctype html")) || bytes.HasPrefix(head, []byte("<html"))
+}
+
+var runsElement = regexp.MustCompile(`<script([^>]*)\bid="` + runsID + `"([^>]*)>`)
+
+// runsOfPage is the runs a page carries, as the JSON -save writes.
+func runsOfPage(b []byte) ([]byte, error) {
+	loc := runsElement.FindSubmatchIndex(b)
+	if loc == nil {
+		return nil, errors.New("a page without runs (no " + runsID + " element): not one lab wrote")
+	}
+	tag := string(b[loc[0]:loc[1]])
+	body := b[loc[1]:]
+	end := bytes.Index(body, []byte("</script>"))
+	if end < 0 {
+		return nil, errors.New("the page's runs are cut short")
+	}
+	body = bytes.TrimSpace(body[:end])
+	switch {
+	case strings.Contains(tag, `type="application/json"`):
+		return body, nil
+	case strings.Contains(tag, `type="application/gzip"`) && strings.Contains(tag, `data-encoding="base64"`):
+		z, err := base64.StdEncoding.DecodeString(string(body))
+		if err != nil {
+			return nil, fmt.Errorf("the page's runs: %v", err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(z))
+		if err != nil {
+			return nil, fmt.Errorf("the page's runs: %v", err)
+		}
+		out, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, fmt.Errorf("the page's runs: %v", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("the page's runs are in a form this lab does not read: %s", tag)
+}
+
+// playedWords is an RFC 3339 time as a page says it: "2026-11-24 21:30 UTC"; "" stays "".
+func playedWords(s string) string {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// runPage is the page of one run.
+func runPage(c cell, st *steps.Step, played string) pageData {
+	tb := newPageTables()
+	r := newPageRun(c, st, playedWords(played), tb)
+	return pageData{Kind: "run", Runs: []pageRun{r}, Words: tb.words, Styles: tb.styles, Title: fmt.Sprintf("%s × %s", c.Step, c.Scenario),
+		Backend: r.Backend, Played: r.Played}
+}
+
+// matrixPage is the page of several cells: the table, a row per step in the order the cells
+// came, each played cell linked to its run's section below it. played gives each run's time.
+func matrixPage(title string, cells []cell, played func(c cell) string) pageData {
+	d := pageData{Kind: "matrix", Title: title}
+	tb := newPageTables()
+	for _, sc := range steps.Scenarios {
+		d.Scenarios = append(d.Scenarios, string(sc))
+	}
+	idx := map[string]int{}
+	for _, c := range cells {
+		i, ok := idx[c.Step]
+		if !ok {
+			i = len(d.Rows)
+			idx[c.Step] = i
+			row := pageRow{Step: c.Step, Cells: make([]pageCell, len(d.Scenarios))}
+			if st, err := catalog.Find(c.Step); err == nil {
+				row.Title = st.Title
+			}
+			d.Rows = append(d.Rows, row)
+		}
+		if j := slices.Index(d.Scenarios, c.Scenario); j >= 0 {
+			d.Rows[i].Cells[j] = pageCellOf(c)
+		}
+		if c.Report != nil {
+			st, _ := catalog.Find(c.Step)
+			r := newPageRun(c, st, playedWords(played(c)), tb)
+			d.Runs = append(d.Runs, r)
+			if d.Backend == "" {
+				d.Backend = r.Backend
+			}
+			if d.Played == "" {
+				d.Played = r.Played
+			}
+		}
+	}
+	d.Words, d.Styles = tb.words, tb.styles
+	return d
+}
+
+// gradePage is the page of a learner's grade: their row, then the rows the catalog expects of the
+// steps nearest it (the one it equals first, if any), each cell of theirs that differs marked.
+func gradePage(slug string, row []cell, played string) pageData {
+	d := matrixPage("your lock: "+slug, row, func(cell) string { return played })
+	d.Kind = "grade"
+	if len(d.Rows) == 0 {
+		return d
+	}
+	d.Rows[0].Mine, d.Rows[0].Note = true, "your lock"
+	d.Like = likeStep(catalog.Steps, row)
+	type near struct {
+		st   *steps.Step
+		diff []string
+	}
+	var all []near
+	for _, st := range catalog.Steps {
+		if st.Expect == nil {
+			continue
+		}
+		diff, _ := differsUnder(st, row)
+		all = append(all, near{st, diff})
+	}
+	slices.SortStableFunc(all, func(a, b near) int { return len(a.diff) - len(b.diff) })
+	for _, n := range all[:min(len(all), nearestRows)] {
+		r := pageRow{Step: n.st.Slug, Title: n.st.Title, Note: "the same row, cell for cell"}
+		if len(n.diff) > 0 {
+			r.Note = "differs under " + strings.Join(n.diff, ", ")
+		}
+		for _, sc := range d.Scenarios {
+			c := cell{Step: n.st.Slug, Scenario: sc, Violations: n.st.Expect[steps.Scenario(sc)]}
+			pc := pageCell{Text: cellText(c), Class: cellClass(c), Differs: slices.Contains(n.diff, sc)}
+			r.Cells = append(r.Cells, pc)
+		}
+		d.Rows = append(d.Rows, r)
+	}
+	return d
+}
+
+// nearestRows is how many of the catalog's rows a grade's page shows beside the learner's.
+const nearestRows = 3
+
+// timelineHeight is the height a play's timeline takes, in CSS pixels (see laneHeight).
+func timelineHeight(p pagePlay) int { return timelineChrome + laneHeight*len(p.Lanes) }
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"height": timelineHeight}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="lockstep lab">
+<title>lockstep · {{.Title}}</title>
+<style>{{.CSS}}</style>
+</head>
+<body data-kind="{{.Kind}}">
+<header class="top">
+<h1>lockstep · {{.Title}}</h1>
+<p class="meta">{{if .Backend}}{{.Backend}} backend{{end}}{{if .Played}} · played {{.Played}}{{end}} · written by <code>lab</code>; <code>go run ./lab judge</code> this file judges its runs again from their histories</p>
+<p class="keys">Hover or click a mark to read what happened; <kbd>←</kbd> <kbd>→</kbd> step through a timeline's events (<kbd>Home</kbd> <kbd>End</kbd>: the first and the last), as the terminal lab's rewind does.</p>
+</header>
+<ul id="page-errors" hidden></ul>
+{{if .Rows}}<section class="table">
+{{if .Like}}<p class="like">{{.Like}}</p>{{end}}
+<table class="matrix">
+<thead><tr><th>step</th>{{range .Scenarios}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr{{if .Mine}} class="mine"{{end}}><th title="{{.Title}}">{{.Step}}{{if .Note}}<small>{{.Note}}</small>{{end}}</th>{{range .Cells}}<td class="{{.Class}}{{if .Differs}} differs{{end}}"{{if .Hint}} title="{{.Hint}}"{{end}}>{{if .Run}}<a href="#{{.Run}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+</section>{{end}}
+{{range $i, $r := .Runs}}<section class="run" id="{{$r.ID}}">
+<h2><span class="verdict-mark {{$r.Class}}">{{$r.Mark}}</span> {{$r.Step}} × {{$r.Scenario}}</h2>
+<p class="meta">step <b>{{$r.Step}}</b>{{if $r.Title}}: {{$r.Title}}{{end}} · scenario <b>{{$r.Scenario}}</b>{{if $r.What}}: {{$r.What}}{{end}} · {{$r.Backend}} backend{{if $r.Played}} · played {{$r.Played}}{{end}}</p>
+<div class="verdict {{$r.Class}}"><p class="cell">verdict: <b>{{$r.Mark}} {{$r.Cell}}</b></p>{{if $r.Explain}}
+<ul class="explain">{{range $r.Explain}}<li><b>{{.Kind}}</b>: <span class="sentence">{{.Sentence}}</span></li>{{end}}</ul>{{end}}</div>
+{{if $r.Lesson}}<p class="lesson"><b>lesson:</b> {{$r.Lesson}}</p>{{end}}
+{{if $r.Next}}<p class="next"><b>next:</b> {{$r.Next}}{{if $r.FixAt}} The fix's code: <code>{{$r.FixAt}}</code>.{{end}}</p>{{end}}
+{{range $j, $p := $r.Plays}}<div class="timeline" data-run="{{$i}}" data-play="{{$j}}" style="min-height: {{height $p}}px">{{if $p.Label}}<p class="play">{{$p.Label}}</p>{{end}}</div>
+{{end}}<details class="report"><summary>the referee's report, as <code>lab run</code> prints it</summary><pre>{{$r.Report}}</pre></details>
+</section>
+{{end}}<footer class="legend">
+<p><b>Lanes:</b> one per buyer, one per lock node, one for the inventory. <span class="sw wait"></span> waiting (from the order's start to its first stock read) · <span class="sw hold"></span> holds the lock · <span class="sw in"></span> inside the critical section (from the read its write was computed from to that write) · <span class="sw over"></span> inside while another order is inside too (an overlap) · <span class="sw frozen"></span> frozen · <span class="sw cut"></span> cut off from the lock server · <span class="sw dead"></span> crashed. On a lock node: a bar per hold, its holder's colour, ended by <b>✓</b> released, <b>!</b> deleted by another buyer, <b>x</b> ran out (its TTL; drawn where it ran out, said when the referee saw it), <b>?</b> lost in a failover or restart (<b>F</b>, <b>R</b>). A quorum's hold ends on every node when its first key is gone, as the referee judges it. On the inventory: each stock read and write, with its fencing token (<b>t</b>) where the step shows one; <b>✗</b> a write the inventory refused. Buyer marks: <b>G</b>/<b>S</b> the stock's GET and SET, <b>N</b> SET NX, <b>L</b> a Lua script, <b>D</b> DEL, <b>P</b> PEXPIRE, <b>⚡</b> a fault, <b>✓</b>/<b>✗</b> the order's end. Where many marks fall on one spot they are drawn as one, with their count.</p>
+</footer>
+`))
+
+// writeJudgedPage writes the page of the runs judge read from file and judged again (cells, in
+// the same order): a run's page for one, a matrix's for several. The page keeps the runs as they
+// were read, with the verdicts they earned when played.
+func writeJudgedPage(out, file string, runs []savedRun, cells []cell) error {
+	played := map[string]string{}
+	for i, c := range cells {
+		played[runID(c.Step, c.Scenario)] = runs[i].Played
+	}
+	var d pageData
+	if len(cells) == 1 {
+		st, _ := catalog.Find(cells[0].Step)
+		d = runPage(cells[0], st, runs[0].Played)
+	} else {
+		d = matrixPage("runs judged again from "+filepath.Base(file), cells, func(c cell) string { return played[runID(c.Step, c.Scenario)] })
+	}
+	return writePage(out, d, savedRuns{Lockstep: "runs", Runs: runs})
+}
+
+// writeRunPage writes the page of one run of st, played at played, to out.
+func writeRunPage(out string, st *steps.Step, rep *sim.Report, played time.Time) error {
+	runs := savedOf([]*sim.Report{rep}, played)
+	return writePage(out, runPage(matrix.CellOf(rep), st, played.UTC().Format(time.RFC3339)), runs)
+}
+
+// writeMatrixPage writes the page of a played matrix of nSteps steps, played at played, to out.
+func writeMatrixPage(out string, cells []cell, nSteps int, played time.Time) error {
+	when := played.UTC().Format(time.RFC3339)
+	d := matrixPage(fmt.Sprintf("the matrix, %d step(s) × %d scenarios", nSteps, len(steps.Scenarios)), cells, func(cell) string { return when })
+	return writePage(out, d, savedOf(cellReports(cells), played))
+}
+
+// writeGradePage writes the page of a learner's grade, played at played, to out: each cell of
+// the row with the report the grader wrote for it (Graded.Reports).
+func writeGradePage(out, slug string, g matrix.Graded, played time.Time) error {
+	var reps []*sim.Report
+	for i, c := range g.Row {
+		if rep := g.Reports[c.Scenario]; rep != nil {
+			g.Row[i].Report = rep
+			reps = append(reps, rep)
+		}
+	}
+	when := played.UTC().Format(time.RFC3339)
+	return writePage(out, gradePage(slug, g.Row, when), savedOf(reps, played))
+}
