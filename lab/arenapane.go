@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -226,13 +227,13 @@ func (p *arenaPane) lessonLines(w int) []string {
 	}
 	h := s.handoff
 	switch {
-	case (h == nil || h.from != s.cur) && a.rep != nil && !a.rep.Complete():
-		return wrap(sWarn.Render(fmt.Sprintf("No verdict for %s under %s: ", stepName(st), a.scenario))+"what the referee could not see is said above. Press b to replay, r for live buyers.", w)
-	case h == nil || h.from != s.cur:
-		return wrap(sGood.Render(fmt.Sprintf("%s held under %s. ", stepTitle(st), a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
+	case (h == nil || h.From != s.cur) && a.rep != nil && !a.rep.Complete():
+		return wrap(sWarn.Render(fmt.Sprintf("No verdict for %s under %s: ", course.Name(st), a.scenario))+"what the referee could not see is said above. Press b to replay, r for live buyers.", w)
+	case h == nil || h.From != s.cur:
+		return wrap(sGood.Render(fmt.Sprintf("%s held under %s. ", course.Title(st), a.scenario))+"Press b to replay, r for live buyers, or try the other faults.", w)
 	}
-	out := wrap(sBad.Render(fmt.Sprintf("✗ %s broke. ", stepTitle(st)))+sLesson.Render(st.Lesson), w)
-	return append(out, wrap(sWarn.Render(h.sentence(s.steps)), w)...)
+	out := wrap(sBad.Render(fmt.Sprintf("✗ %s broke. ", course.Title(st)))+sLesson.Render(st.Lesson), w)
+	return append(out, wrap(sWarn.Render(h.Sentence(s.steps)), w)...)
 }
 
 // footer is the keys that matter in the arena now.
@@ -251,26 +252,26 @@ func (p *arenaPane) footer(w int) []string {
 		return rows
 	}
 	var keys []key.Binding
-	if h := s.handoff; s.ar.done && h != nil && h.from == s.cur {
-		if h.base >= 0 {
-			bk := h.jumpKey(s.steps, h.base)
-			keys = append(keys, key.NewBinding(key.WithKeys(bk), key.WithHelp(bk, stepName(s.steps[h.base])+": back to the base")))
+	if h := s.handoff; s.ar.done && h != nil && h.From == s.cur {
+		if h.Base >= 0 {
+			bk := h.JumpKey(s.steps, h.Base)
+			keys = append(keys, key.NewBinding(key.WithKeys(bk), key.WithHelp(bk, course.Name(s.steps[h.Base])+": back to the base")))
 		}
-		if h.next >= 0 {
-			desc := stepName(s.steps[h.next])
-			if h.next == h.fix {
+		if h.Next >= 0 {
+			desc := course.Name(s.steps[h.Next])
+			if h.Next == h.Fix {
 				desc += ": the fix"
 			}
-			jk := h.jumpKey(s.steps, h.next)
+			jk := h.JumpKey(s.steps, h.Next)
 			keys = append(keys, key.NewBinding(key.WithKeys(jk), key.WithHelp(jk, desc)))
 		}
-		if h.part >= 0 {
-			pk := h.jumpKey(s.steps, h.part)
-			keys = append(keys, key.NewBinding(key.WithKeys(pk), key.WithHelp(pk, stepName(s.steps[h.part])+": clears "+kindList(h.partKinds))))
+		if h.Part >= 0 {
+			pk := h.JumpKey(s.steps, h.Part)
+			keys = append(keys, key.NewBinding(key.WithKeys(pk), key.WithHelp(pk, course.Name(s.steps[h.Part])+": clears "+course.KindList(h.PartKinds))))
 		}
-		if h.fix >= 0 && h.fix != h.next {
-			n := h.jumpKey(s.steps, h.fix)
-			keys = append(keys, key.NewBinding(key.WithKeys(n), key.WithHelp(n, stepName(s.steps[h.fix])+": the fix")))
+		if h.Fix >= 0 && h.Fix != h.Next {
+			n := h.JumpKey(s.steps, h.Fix)
+			keys = append(keys, key.NewBinding(key.WithKeys(n), key.WithHelp(n, course.Name(s.steps[h.Fix])+": the fix")))
 		}
 		keys = append(keys, k.g.Break, k.Rewind, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit)
 	} else {

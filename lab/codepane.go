@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/lockstep-lab/lockstep/lab/course"
 )
 
 // codePane shows the current step's source, or its diff from the step before.
@@ -86,9 +87,9 @@ func (p *codePane) View() string {
 func (p *codePane) summary() string {
 	s := p.s
 	st := s.step()
-	base := baseOf(s.steps, s.cur)
+	base := course.BaseOf(s.steps, s.cur)
 	if base < 0 || !p.diff {
-		return fmt.Sprintf("source of %s (%s)%s", stepName(st), strings.Join(fileNames(st.Source), ", "), map[bool]string{true: " · d: diff from the step it grew from", false: ""}[base >= 0])
+		return fmt.Sprintf("source of %s (%s)%s", course.Name(st), strings.Join(fileNames(st.Source), ", "), map[bool]string{true: " · d: diff from the step it grew from", false: ""}[base >= 0])
 	}
 	add, del := 0, 0
 	for _, f := range p.files() {
@@ -101,13 +102,13 @@ func (p *codePane) summary() string {
 			}
 		}
 	}
-	return fmt.Sprintf("diff from %s: +%d −%d lines · d: source only", stepName(s.steps[base]), add, del)
+	return fmt.Sprintf("diff from %s: +%d −%d lines · d: source only", course.Name(s.steps[base]), add, del)
 }
 
 // files is the current step's files, each as a diff from the step it grew from (or all kept).
 func (p *codePane) files() []codeFile {
 	s := p.s
-	if b := baseOf(s.steps, s.cur); b >= 0 && p.diff {
+	if b := course.BaseOf(s.steps, s.cur); b >= 0 && p.diff {
 		return stepFiles(s.steps[b].Source, s.step().Source)
 	}
 	return stepFiles(nil, s.step().Source)

@@ -8,6 +8,7 @@ import (
 	"testing/fstest"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -16,94 +17,6 @@ import (
 func row(n int, title string, expect map[steps.Scenario][]steps.Kind) *steps.Step {
 	return &steps.Step{Slug: fmt.Sprintf("%02d_x", n), Number: n, Title: title, Claim: "claim", Fixes: "fixes",
 		Breaks: "breaks", Hint: "hint", Lesson: "lesson", BreakWith: steps.Slow, Expect: expect}
-}
-
-// TestHandoffNamesTheStepThatClears: the fix is the first later step whose row clears every kind
-// that broke this one; the next step is the fix only when it is; with none, it says so.
-func TestHandoffNamesTheStepThatClears(t *testing.T) {
-	ov, os, fr := steps.Overlap, steps.Oversold, steps.ForeignRelease
-	slow := steps.Slow
-	all := []*steps.Step{
-		row(1, "one", map[steps.Scenario][]steps.Kind{slow: {ov, os, fr}}),
-		row(2, "two", map[steps.Scenario][]steps.Kind{slow: {ov, os}}),
-		row(3, "three", map[steps.Scenario][]steps.Kind{slow: {ov, os}}),
-		row(4, "four", nil),
-		row(5, "five", map[steps.Scenario][]steps.Kind{slow: {ov}}),
-	}
-	h := newHandoff(all, 0, slow, []steps.Kind{ov, os, fr})
-	if h.next != 1 || h.fix != 3 || !slices.Equal(h.clears, []steps.Kind{fr}) {
-		t.Fatalf("from 1: next %d, fix %d, clears %v", h.next, h.fix, h.clears)
-	}
-	if s := h.sentence(all); s != "Step 2 clears foreign-release, not overlap, oversold; the fix is step 4 (four): press 4 for its diff." {
-		t.Errorf("from 1: %q", s)
-	}
-	if s := newHandoff(all, 1, slow, []steps.Kind{ov, os}).sentence(all); s != "Step 3 does not clear overlap, oversold under slow; the fix is step 4 (four): press 4 for its diff." {
-		t.Errorf("from 2: %q", s)
-	}
-	if s := newHandoff(all, 2, slow, []steps.Kind{ov}).sentence(all); s != "The fix: step 4 (four) clears overlap under slow — press → for its diff." {
-		t.Errorf("from 3: %q", s)
-	}
-	if h := newHandoff(all, 4, slow, []steps.Kind{ov}); h.next != -1 || h.fix != -1 || !strings.HasPrefix(h.sentence(all), "No later step clears overlap under slow") {
-		t.Errorf("from the last: %+v %q", h, h.sentence(all))
-	}
-	if s := newHandoff(all, 4, steps.Failover, []steps.Kind{ov}).sentence(all); !strings.Contains(s, "no lock on one Redis survives a failover") {
-		t.Errorf("failover: %q", s)
-	}
-}
-
-// TestHandoffFromTheCatalog: the catalog's own rows send step 4 (slow) to step 8 and step 5
-// (unlock-race) to step 9, not to the step after them; the steps whose next step clears them are
-// sent there.
-func TestHandoffFromTheCatalog(t *testing.T) {
-	all := catalog.Steps
-	// 0: no later step clears it (9, 12 and 14 break under failover or pause, which no lock on
-	// one Redis survives); 10 idles under load until 13's pub/sub, 11's partition is 12's to fix.
-	// With 15–17 in the catalog: Redlock (15) survives one node's failover; only 17, which takes no
-	// lock, clears pause.
-	has15, has17 := byNumber(all, 15) >= 0, byNumber(all, 17) >= 0
-	fixOr := func(fix int, there bool) int {
-		if there {
-			return fix
-		}
-		return 0
-	}
-	for _, c := range []struct{ from, fix int }{{1, 2}, {2, 3}, {3, 4}, {4, 8}, {5, 9}, {6, 7}, {7, 8}, {8, 9},
-		{9, fixOr(15, has15)}, {10, 13}, {11, 12}, {12, fixOr(17, has17)}, {13, 14}, {14, fixOr(17, has17)}} {
-		i := byNumber(all, c.from)
-		if i < 0 {
-			continue // not in the catalog (yet)
-		}
-		st := all[i]
-		h := newHandoff(all, i, st.BreakWith, st.Expect[st.BreakWith])
-		got := 0
-		if h.fix >= 0 {
-			got = all[h.fix].Number
-		}
-		if got != c.fix {
-			t.Errorf("step %d under %s: fix step %d, want step %d", c.from, st.BreakWith, got, c.fix)
-		}
-	}
-	// 12 under pause: the fencing step clears oversold on the way (the resource refuses the stale
-	// write), and the sentence names it; 17, no lock at all, clears both.
-	if i := byNumber(all, 12); i >= 0 && has17 && byNumber(all, 16) >= 0 {
-		h := newHandoff(all, i, steps.Pause, all[i].Expect[steps.Pause])
-		if h.part < 0 || all[h.part].Number != 16 || !slices.Equal(h.partKinds, []steps.Kind{steps.Oversold}) {
-			t.Errorf("12 under pause: on the way %d %v, want step 16 clearing oversold", h.part, h.partKinds)
-		}
-		if s := h.sentence(all); !strings.Contains(s, "step 16 (") || !strings.Contains(s, "clears oversold") || !strings.Contains(s, "the fix is step 17") {
-			t.Errorf("12 under pause: %q", s)
-		}
-	}
-	// The side road beside 04 broke under clock-skew: its base, 04, does not; the sentence says so.
-	for i, st := range all {
-		if st.Slug != "side_getset" {
-			continue
-		}
-		h := newHandoff(all, i, st.BreakWith, st.Expect[st.BreakWith])
-		if s := h.sentence(all); h.base < 0 || !strings.HasPrefix(s, "The fix is to go back: its base, step 4") || !strings.Contains(s, "(press 4)") {
-			t.Errorf("the side road under %s: base %d, %q", st.BreakWith, h.base, s)
-		}
-	}
 }
 
 // TestBaseAndSideRoad: a step's Base, not its place in the catalog, is what the picker says it
@@ -123,8 +36,8 @@ func TestBaseAndSideRoad(t *testing.T) {
 	all := []*steps.Step{one, two, side, three}
 	m := newModel(tuiOptions{offline: true, steps: all})
 	defer m.shutdown()
-	if lastNumber(all) != 3 || byNumber(all, 3) != 3 || numbered(side) {
-		t.Fatalf("the line: last %d, step 3 at %d, side road numbered %v", lastNumber(all), byNumber(all, 3), numbered(side))
+	if course.Last(all) != 3 || course.ByNumber(all, 3) != 3 || course.Numbered(side) {
+		t.Fatalf("the line: last %d, step 3 at %d, side road numbered %v", course.Last(all), course.ByNumber(all, 3), course.Numbered(side))
 	}
 	press(m, "3")
 	v := m.View()
@@ -141,13 +54,13 @@ func TestBaseAndSideRoad(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "side road: getset") || !strings.Contains(v, "diff from step 2") {
 		t.Errorf("the side road:\n%s", v)
 	}
-	h := newHandoff(all, 2, steps.Slow, []steps.Kind{ov})
-	if h.next != 3 || h.fix != 3 || h.jumpKey(all, 3) != "→" {
-		t.Errorf("from the side road: next %d, fix %d", h.next, h.fix)
+	h := course.NewHandoff(all, 2, steps.Slow, []steps.Kind{ov}, learner)
+	if h.Next != 3 || h.Fix != 3 || h.JumpKey(all, 3) != "→" {
+		t.Errorf("from the side road: next %d, fix %d", h.Next, h.Fix)
 	}
-	h = newHandoff(all, 0, steps.Slow, []steps.Kind{ov})
-	if h.next != 1 || h.fix != 3 || h.jumpKey(all, 3) != "3" || !strings.Contains(h.sentence(all), "press 3") {
-		t.Errorf("from step 1: next %d, fix %d, %q", h.next, h.fix, h.sentence(all))
+	h = course.NewHandoff(all, 0, steps.Slow, []steps.Kind{ov}, learner)
+	if h.Next != 1 || h.Fix != 3 || h.JumpKey(all, 3) != "3" || !strings.Contains(h.Sentence(all), "press 3") {
+		t.Errorf("from step 1: next %d, fix %d, %q", h.Next, h.Fix, h.Sentence(all))
 	}
 }
 
@@ -247,7 +160,7 @@ func TestLikeStep(t *testing.T) {
 		}
 		return row
 	}
-	st9 := all[byNumber(all, 9)]
+	st9 := all[course.ByNumber(all, 9)]
 	if got := likeStep(all, rowOf(st9)); !strings.HasPrefix(got, "Your lock's row is step 9's (") {
 		t.Errorf("09's own row: %q", got)
 	}
@@ -281,12 +194,12 @@ func TestHandoffForTheLearner(t *testing.T) {
 	i := len(all) - 1
 	learner = mine // not parallel: no other test runs while it is set
 	defer func() { learner = nil }()
-	kinds := catalog.Steps[byNumber(catalog.Steps, 13)].Expect[steps.Pause]
-	h := newHandoff(all, i, steps.Pause, kinds)
-	if h.next != -1 || h.like < 0 || all[h.like].Number != 15 || h.fix < 0 || all[h.fix].Number != 17 {
-		t.Fatalf("next %d, like %d, fix %d", h.next, h.like, h.fix)
+	kinds := catalog.Steps[course.ByNumber(catalog.Steps, 13)].Expect[steps.Pause]
+	h := course.NewHandoff(all, i, steps.Pause, kinds, learner)
+	if h.Next != -1 || h.Like < 0 || all[h.Like].Number != 15 || h.Fix < 0 || all[h.Fix].Number != 17 {
+		t.Fatalf("next %d, like %d, fix %d", h.Next, h.Like, h.Fix)
 	}
-	if s := h.sentence(all); !strings.HasPrefix(s, "Under pause it breaks as step 15 (") || !strings.Contains(s, "step 16 (") || !strings.Contains(s, "the fix is step 17 (") {
+	if s := h.Sentence(all); !strings.HasPrefix(s, "Under pause it breaks as step 15 (") || !strings.Contains(s, "step 16 (") || !strings.Contains(s, "the fix is step 17 (") {
 		t.Errorf("%q", s)
 	}
 }

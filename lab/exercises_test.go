@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -307,7 +308,7 @@ func TestExercises(t *testing.T) {
 				t.Errorf("grade exits %d, want %d", gr.code, wantCode)
 			}
 			st, _ := catalog.Find(e.like)
-			like := fmt.Sprintf("row is %s's (%s), cell for cell.", stepName(st), st.Title)
+			like := fmt.Sprintf("row is %s's (%s), cell for cell.", course.Name(st), st.Title)
 			if len(e.differ) > 0 {
 				var under []string
 				for _, sc := range steps.Scenarios {
@@ -315,7 +316,7 @@ func TestExercises(t *testing.T) {
 						under = append(under, string(sc))
 					}
 				}
-				like = fmt.Sprintf("row is nearest %s's (%s): it differs under %s.", stepName(st), st.Title, strings.Join(under, ", "))
+				like = fmt.Sprintf("row is nearest %s's (%s): it differs under %s.", course.Name(st), st.Title, strings.Join(under, ", "))
 			}
 			if !strings.Contains(gr.stdout, like) {
 				t.Errorf("grade does not say %q:\n%s", like, gr.stdout)

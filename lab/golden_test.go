@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -106,12 +107,12 @@ func runTeaModel(t *testing.T, m *model, w, h int, want string, keys ...string) 
 }
 
 func TestGoldenPicker(t *testing.T) {
-	v := runTea(t, newModel(tuiOptions{offline: true}), 100, 30, fmt.Sprintf("Step 4/%d", lastNumber(catalog.Steps)), "right", "right", "right")
+	v := runTea(t, newModel(tuiOptions{offline: true}), 100, 30, fmt.Sprintf("Step 4/%d", course.Last(catalog.Steps)), "right", "right", "right")
 	golden.RequireEqual(t, []byte(v))
 }
 
 func TestGoldenPicker80x24(t *testing.T) {
-	last := lastNumber(catalog.Steps) // the last step, its number typed digit by digit
+	last := course.Last(catalog.Steps) // the last step, its number typed digit by digit
 	v := runTea(t, newModel(tuiOptions{offline: true}), 80, 24, fmt.Sprintf("Step %d/%d", last, last), strings.Split(fmt.Sprint(last), "")...)
 	golden.RequireEqual(t, []byte(v))
 }
@@ -268,7 +269,7 @@ func TestViewFitsTheTerminal(t *testing.T) {
 					t.Errorf("%s at %dx%d: line %d is %d wide: %q", name, size[0], size[1], i, w, l)
 				}
 			}
-			if want := fmt.Sprintf("Step 4/%d", lastNumber(catalog.Steps)); size[0] >= 80 && !strings.Contains(v, want) {
+			if want := fmt.Sprintf("Step 4/%d", course.Last(catalog.Steps)); size[0] >= 80 && !strings.Contains(v, want) {
 				t.Errorf("%s at %dx%d: no %s", name, size[0], size[1], want)
 			}
 			if size[0] >= 80 && !strings.Contains(v, "q quit") {

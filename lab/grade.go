@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -298,9 +299,9 @@ func likeStep(all []*steps.Step, row []cell) string {
 	}
 	switch st := all[best]; {
 	case len(bestDiff) == 0:
-		return fmt.Sprintf("Your lock's row is %s's (%s), cell for cell.", stepName(st), st.Title)
+		return fmt.Sprintf("Your lock's row is %s's (%s), cell for cell.", course.Name(st), st.Title)
 	default:
-		return fmt.Sprintf("Your lock's row is nearest %s's (%s): it differs under %s.", stepName(st), st.Title, strings.Join(bestDiff, ", "))
+		return fmt.Sprintf("Your lock's row is nearest %s's (%s): it differs under %s.", course.Name(st), st.Title, strings.Join(bestDiff, ", "))
 	}
 }
 

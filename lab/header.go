@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -34,10 +35,10 @@ func (m *model) stepLabel(st *steps.Step) string {
 	switch {
 	case isLearner(st):
 		return "your lock"
-	case !numbered(st):
+	case !course.Numbered(st):
 		return "side road: " + st.Slug
 	}
-	return fmt.Sprintf("Step %d/%d", st.Number, lastNumber(m.steps))
+	return fmt.Sprintf("Step %d/%d", st.Number, course.Last(m.steps))
 }
 
 // statusLevel is how short the status must be at width w: the first level at which the longest

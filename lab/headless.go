@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -97,7 +98,7 @@ func coda(st *steps.Step, sc steps.Scenario, violations []steps.Kind) (lesson, n
 		lesson = st.Lesson
 	}
 	if i := slices.Index(catalog.Steps, st); i >= 0 {
-		next = newHandoff(catalog.Steps, i, sc, violations).headline(catalog.Steps)
+		next = course.NewHandoff(catalog.Steps, i, sc, violations, learner).Headline(catalog.Steps)
 	}
 	return lesson, next
 }

@@ -7,6 +7,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/lab/course"
 )
 
 // Intents are what a pane asks the model to do. A pane never starts or stops a session itself:
@@ -77,9 +78,9 @@ func (m *model) setStep(i int) tea.Cmd {
 		m.msg = ""
 	}
 	m.cur = i
-	if h := m.handoff; h != nil && m.scr != scrPicker && i != h.from && (i == h.next || i == h.fix || i == h.part || i == h.base) {
+	if h := m.handoff; h != nil && m.scr != scrPicker && i != h.From && (i == h.Next || i == h.Fix || i == h.Part || i == h.Base) {
 		m.scr, m.code.from, m.code.diff = scrCode, scrArena, true
-		m.msg = h.codeNote(m.steps, i)
+		m.msg = h.CodeNote(m.steps, i)
 		return nil
 	}
 	if m.scr == scrArena && m.sess == nil && m.ar == nil {
@@ -108,13 +109,13 @@ type typedMsg struct{ seq int }
 // taken at once; one that could go on waits for the next digit, enter, or typeWait.
 func (m *model) digit(r rune) tea.Cmd {
 	m.typed += string(r)
-	if !extends(m.steps, m.typed) {
+	if !course.Extends(m.steps, m.typed) {
 		return m.goTyped()
 	}
 	m.typing++
 	seq := m.typing
 	m.msg = fmt.Sprintf("step %s… — type the next digit, or enter for step %s", m.typed, m.typed)
-	if byNumber(m.steps, atoi(m.typed)) < 0 {
+	if course.ByNumber(m.steps, atoi(m.typed)) < 0 {
 		m.msg = fmt.Sprintf("step %s… — type the next digit", m.typed)
 	}
 	quit := m.quit
@@ -134,9 +135,9 @@ func (m *model) digit(r rune) tea.Cmd {
 func (m *model) goTyped() tea.Cmd {
 	n := atoi(m.typed)
 	m.typed, m.msg = "", ""
-	i := byNumber(m.steps, n)
+	i := course.ByNumber(m.steps, n)
 	if i < 0 {
-		m.msg = fmt.Sprintf("there is no step %d: the steps are 1–%d", n, lastNumber(m.steps))
+		m.msg = fmt.Sprintf("there is no step %d: the steps are 1–%d", n, course.Last(m.steps))
 		return nil
 	}
 	return m.setStep(i)

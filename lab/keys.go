@@ -5,6 +5,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -31,10 +32,10 @@ func (k globalKeys) FullHelp() [][]key.Binding {
 
 func newGlobalKeys(all []*steps.Step) globalKeys {
 	digits := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
-	short := bind(digits, fmt.Sprintf("1-%d", lastNumber(all)), "go to step")
+	short := bind(digits, fmt.Sprintf("1-%d", course.Last(all)), "go to step")
 	jump := short
-	if lastNumber(all) > 9 {
-		jump = bind(digits, fmt.Sprintf("1-%d", lastNumber(all)), "go to step: type its number")
+	if course.Last(all) > 9 {
+		jump = bind(digits, fmt.Sprintf("1-%d", course.Last(all)), "go to step: type its number")
 	}
 	return globalKeys{JumpShort: short,
 		Prev:  bind([]string{"left", "h"}, "←", "previous step"),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -239,8 +240,8 @@ func newPageRun(c cell, st *steps.Step, played string, tb *pageTables) pageRun {
 		if slices.Contains(catalog.Steps, st) {
 			r.Lesson, r.Next = coda(st, steps.Scenario(c.Scenario), rep.Violations)
 			if r.Next != "" {
-				if h := newHandoff(catalog.Steps, slices.Index(catalog.Steps, st), steps.Scenario(c.Scenario), rep.Violations); h.fix >= 0 {
-					r.FixAt = "steps/" + catalog.Steps[h.fix].Slug
+				if h := course.NewHandoff(catalog.Steps, slices.Index(catalog.Steps, st), steps.Scenario(c.Scenario), rep.Violations, learner); h.Fix >= 0 {
+					r.FixAt = "steps/" + catalog.Steps[h.Fix].Slug
 				}
 			}
 		}

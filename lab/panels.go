@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -83,7 +84,7 @@ func (a *arena) verdict() (first, latest string) {
 		s, _ := a.violated(fk)
 		first = sBad.Render("first violation") + a.when(fk) + s
 	case a.done && a.err == nil && a.rep != nil && !a.rep.Complete():
-		first = sWarn.Render("? no verdict: ") + "the referee could not judge " + kindList(a.rep.Unjudged) + " (below); no other judged kind was violated"
+		first = sWarn.Render("? no verdict: ") + "the referee could not judge " + course.KindList(a.rep.Unjudged) + " (below); no other judged kind was violated"
 	case a.done && a.err == nil:
 		first = sGood.Render("✓ no violation: every judged invariant held")
 	default:

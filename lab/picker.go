@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/lockstep-lab/lockstep/lab/course"
 )
 
 // picker is the list of steps: each with its claim when there is room, the chosen one with where
@@ -59,8 +60,8 @@ func (p *picker) View() string {
 	w, h, s := p.w, p.h, p.s
 	st := s.step()
 	var detail []string
-	if b := baseOf(s.steps, s.cur); b >= 0 {
-		detail = append(detail, wrap(fmt.Sprintf("Grows from %s: %s", stepName(s.steps[b]), st.Fixes), w)...)
+	if b := course.BaseOf(s.steps, s.cur); b >= 0 {
+		detail = append(detail, wrap(fmt.Sprintf("Grows from %s: %s", course.Name(s.steps[b]), st.Fixes), w)...)
 	} else {
 		detail = append(detail, wrap(st.Fixes, w)...)
 	}
@@ -97,7 +98,7 @@ func (p *picker) list(w, room int) []string {
 		end = start + count
 	}
 	p.page = max(end-start-1, 1)
-	numW := len(fmt.Sprint(lastNumber(s.steps)))
+	numW := len(fmt.Sprint(course.Last(s.steps)))
 	var out []string
 	if start > 0 {
 		out = append(out, sDim.Render(fmt.Sprintf("     ↑ %d more", start)))
@@ -105,18 +106,18 @@ func (p *picker) list(w, room int) []string {
 	for i := start; i < end; i++ {
 		st := s.steps[i]
 		num := fmt.Sprint(st.Number)
-		if !numbered(st) {
+		if !course.Numbered(st) {
 			num = "·"
 		}
 		line := fmt.Sprintf("  %*s  %s", numW, num, st.Title)
 		if i == s.cur {
 			line = fmt.Sprintf("▸ %*s  %s", numW, num, st.Title)
 		}
-		switch b := baseOf(s.steps, i); {
-		case b >= 0 && !numbered(st):
-			line += "  ← beside " + stepName(s.steps[b])
+		switch b := course.BaseOf(s.steps, i); {
+		case b >= 0 && !course.Numbered(st):
+			line += "  ← beside " + course.Name(s.steps[b])
 		case b >= 0 && s.steps[b].Number != st.Number-1:
-			line += "  ← grows from " + stepName(s.steps[b])
+			line += "  ← grows from " + course.Name(s.steps[b])
 		}
 		line = ansi.Truncate(line, w, "…")
 		if i == s.cur {

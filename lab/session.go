@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -147,7 +148,7 @@ func (m *model) timing() sim.Timing { return sim.DefaultTiming().Scaled(m.slow) 
 // Redis could not start (m.msg then says why).
 func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (redisenv.Env, *feed) {
 	m.ar = newArena(scenario, t, stock, sim.LockName, true, m.step().Nodes)
-	m.ar.noLock = takesNoLock(m.step())
+	m.ar.noLock = course.TakesNoLock(m.step())
 	if m.opt.offline {
 		return nil, nil
 	}
@@ -204,7 +205,7 @@ func (m *model) playBreak(sc steps.Scenario) tea.Cmd {
 	m.stopSession()
 	m.handoff = nil
 	t := m.timing()
-	m.msg = fmt.Sprintf("breaking %s…", stepName(st))
+	m.msg = fmt.Sprintf("breaking %s…", course.Name(st))
 	env, f := m.prepareArena(sc, t, -1)
 	if env == nil {
 		return nil
@@ -274,12 +275,12 @@ func (m *model) finishBreak(rep *sim.Report, err error) {
 	case err != nil:
 		m.msg = "the scenario failed: " + err.Error()
 	case len(rep.Violations) > 0:
-		m.handoff = newHandoff(m.steps, m.cur, m.ar.scenario, rep.Violations)
-		m.msg = fmt.Sprintf("%s broke under %s", stepName(st), m.ar.scenario)
+		m.handoff = course.NewHandoff(m.steps, m.cur, m.ar.scenario, rep.Violations, learner)
+		m.msg = fmt.Sprintf("%s broke under %s", course.Name(st), m.ar.scenario)
 	case !rep.Complete():
-		m.msg = fmt.Sprintf("%s under %s: no verdict — the referee could not judge %s", stepName(st), m.ar.scenario, kindList(rep.Unjudged))
+		m.msg = fmt.Sprintf("%s under %s: no verdict — the referee could not judge %s", course.Name(st), m.ar.scenario, course.KindList(rep.Unjudged))
 	default:
-		m.msg = fmt.Sprintf("%s held under %s this time", stepName(st), m.ar.scenario)
+		m.msg = fmt.Sprintf("%s held under %s this time", course.Name(st), m.ar.scenario)
 	}
 }
 
@@ -312,7 +313,7 @@ type searchTally struct {
 // searchNext plays scenario i of the search in the background.
 func (m *model) searchNext(i int) tea.Cmd {
 	s, st, backend, sc := m.sess, m.step(), m.opt.backend, steps.Scenarios[i]
-	m.msg = fmt.Sprintf("looking for a scenario that breaks %s: playing %s at full speed (%d of %d)…", stepName(st), sc, i+1, len(steps.Scenarios))
+	m.msg = fmt.Sprintf("looking for a scenario that breaks %s: playing %s at full speed (%d of %d)…", course.Name(st), sc, i+1, len(steps.Scenarios))
 	return func() (msg tea.Msg) {
 		s.mu.Lock()
 		if s.stopped { // the lab moved on before this scenario began
@@ -355,7 +356,7 @@ func (m *model) searchIn(msg searchMsg) tea.Cmd {
 		return nil
 	case len(msg.rep.Violations) > 0:
 		cmd := m.playBreak(sc)
-		m.msg = fmt.Sprintf("%s breaks under %s (%s, at full speed, after %d held); here it is at the lab's pace…", stepName(m.step()), sc, kindList(msg.rep.Violations), len(t.held))
+		m.msg = fmt.Sprintf("%s breaks under %s (%s, at full speed, after %d held); here it is at the lab's pace…", course.Name(m.step()), sc, course.KindList(msg.rep.Violations), len(t.held))
 		return cmd
 	case !msg.rep.Complete():
 		t.unjudged = append(t.unjudged, string(sc))
@@ -365,7 +366,7 @@ func (m *model) searchIn(msg searchMsg) tea.Cmd {
 	if msg.i+1 < len(steps.Scenarios) {
 		return m.searchNext(msg.i + 1)
 	}
-	m.msg = fmt.Sprintf("%s held under all %d scenarios played at full speed", stepName(m.step()), len(t.held))
+	m.msg = fmt.Sprintf("%s held under all %d scenarios played at full speed", course.Name(m.step()), len(t.held))
 	if len(t.unjudged) > 0 {
 		m.msg += "; no verdict under " + strings.Join(t.unjudged, ", ")
 	}
@@ -381,12 +382,12 @@ func (m *model) searchIn(msg searchMsg) tea.Cmd {
 func unbreakable(st *steps.Step) string {
 	for _, ks := range st.Expect {
 		if len(ks) > 0 {
-			return fmt.Sprintf("no canned scenario breaks %s on one Redis", stepName(st))
+			return fmt.Sprintf("no canned scenario breaks %s on one Redis", course.Name(st))
 		}
 	}
 	why := st.Fixes
 	if st.NoLock && why != "" {
 		why = "it takes no lock: " + strings.ToLower(why[:1]) + why[1:]
 	}
-	return fmt.Sprintf("%s cannot be broken: every scenario passes (its row of the matrix is all ✓) — %s", stepTitle(st), why)
+	return fmt.Sprintf("%s cannot be broken: every scenario passes (its row of the matrix is all ✓) — %s", course.Title(st), why)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -114,7 +115,7 @@ func TestTmux(t *testing.T) {
 	}
 	bin := buildLab(t)
 	l := startTmux(t, bin, "100", "30", "-speed", "2")
-	last := lastNumber(catalog.Steps)
+	last := course.Last(catalog.Steps)
 	l.waitFor(15*time.Second, fmt.Sprintf("Step 1/%d", last), "No lock: GET stock, SET stock-1", "Atomic unlock in Lua")
 	l.send("4")
 	l.waitFor(5*time.Second, fmt.Sprintf("Step 4/%d", last), "▸  4")
@@ -189,7 +190,7 @@ func TestTmux80x24(t *testing.T) {
 	bin := buildLab(t)
 	// a quorum lock (15) says its majority on the LOCK line, and each node's holder and TTL below
 	lockRe := regexp.MustCompile(`(?m)^LOCK owner buyer (\d+) · (line: [b\d →]+ · )?(TTL \d+\.\d\ds left|a majority: \d of 3 nodes\s.*\n  lock-\d buyer \d+ · TTL \d+\.\d\ds left)`)
-	last := lastNumber(catalog.Steps)
+	last := course.Last(catalog.Steps)
 	for _, n := range []int{4, 5, 9, 10, 12, 13, 14, 15, 16} {
 		if only := os.Getenv("TMUX_STEPS"); only != "" && !slices.Contains(strings.Split(only, ","), fmt.Sprint(n)) {
 			continue
@@ -230,18 +231,18 @@ func TestTmux80x24(t *testing.T) {
 			if len(broke) == 0 {
 				t.Fatalf("step %d broke, but no kind is ✗ on screen:\n%s", n, s)
 			}
-			i := byNumber(catalog.Steps, n)
+			i := course.ByNumber(catalog.Steps, n)
 			st := catalog.Steps[i]
-			h := newHandoff(catalog.Steps, i, st.BreakWith, broke)
+			h := course.NewHandoff(catalog.Steps, i, st.BreakWith, broke, learner)
 			var wants []string
 			switch fix := 0; {
-			case h.fix < 0:
-				wants = []string{"No later step clears " + kindList(broke)}
-			case h.fix == h.next:
-				fix = catalog.Steps[h.fix].Number
+			case h.Fix < 0:
+				wants = []string{"No later step clears " + course.KindList(broke)}
+			case h.Fix == h.Next:
+				fix = catalog.Steps[h.Fix].Number
 				wants = []string{fmt.Sprintf("The fix: step %d", fix), fmt.Sprintf("→ step %d: the fix", fix)}
 			default:
-				fix = catalog.Steps[h.fix].Number
+				fix = catalog.Steps[h.Fix].Number
 				wants = []string{fmt.Sprintf("the fix is step %d", fix), fmt.Sprintf("%d step %d: the fix", fix, fix)}
 			}
 			for _, want := range wants {
@@ -290,7 +291,7 @@ func TestTmux80x24NoBreak(t *testing.T) {
 		t.Skip("-short: the tmux test builds and runs the binary")
 	}
 	bin := buildLab(t)
-	last := lastNumber(catalog.Steps)
+	last := course.Last(catalog.Steps)
 	l := startTmux(t, bin, "80", "24", "-speed", "5")
 	l.waitFor(15*time.Second, fmt.Sprintf("Step 1/%d", last))
 	l.send("1", "7")

@@ -25,6 +25,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -97,7 +98,7 @@ type state struct {
 	ar    *arena // the picture of the session on screen; nil when none
 	// handoff, after a canned run broke a step, is where the lab sends the learner; it lasts
 	// until the next session starts or the learner leaves the arena.
-	handoff *handoff
+	handoff *course.Handoff
 	paused  bool   // the live buyers' new orders are held
 	typed   string // a step number being typed (see digit)
 }

@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/muesli/termenv"
 	"go.uber.org/goleak"
 )
@@ -84,7 +85,7 @@ func TestKeysMoveBetweenSteps(t *testing.T) {
 		t.Fatalf("→→: index %d, want 2", m.cur)
 	}
 	press(m, "9")
-	if m.cur != byNumber(m.steps, 9) {
+	if m.cur != course.ByNumber(m.steps, 9) {
 		t.Fatalf("9: index %d", m.cur)
 	}
 	last := len(m.steps) - 1
@@ -97,7 +98,7 @@ func TestKeysMoveBetweenSteps(t *testing.T) {
 		t.Fatalf("→ at the last step moved to index %d", m.cur)
 	}
 	press(m, "4")
-	if want := fmt.Sprintf("Step 4/%d", lastNumber(m.steps)); m.cur != 3 || !strings.Contains(m.View(), want) {
+	if want := fmt.Sprintf("Step 4/%d", course.Last(m.steps)); m.cur != 3 || !strings.Contains(m.View(), want) {
 		t.Fatalf("4: index %d, view lacks %s", m.cur, want)
 	}
 }
@@ -169,8 +170,8 @@ func TestKeysAfterBreakLeadToTheFix(t *testing.T) {
 	defer m.shutdown()
 	loadRecorded(t, m)
 	v := m.View()
-	five, eight := byNumber(m.steps, 5), byNumber(m.steps, 8)
-	if h := m.handoff; h == nil || h.next != five || h.fix != eight {
+	five, eight := course.ByNumber(m.steps, 5), course.ByNumber(m.steps, 8)
+	if h := m.handoff; h == nil || h.Next != five || h.Fix != eight {
 		t.Fatalf("after the break: handoff %+v", h)
 	}
 	// → opens the entry after step 4 in the catalog: step 5, or a side road beside step 4

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -69,7 +70,7 @@ func (a *arena) blindLines() []string {
 	}
 	var out []string
 	if rep.TimedOut != "" {
-		out = append(out, "? "+kindList(rep.Unjudged)+" — not judged: "+rep.TimedOut)
+		out = append(out, "? "+course.KindList(rep.Unjudged)+" — not judged: "+rep.TimedOut)
 	}
 	for _, b := range rep.Untracked {
 		var ks []steps.Kind
@@ -79,7 +80,7 @@ func (a *arena) blindLines() []string {
 			}
 		}
 		if len(ks) > 0 {
-			out = append(out, "? "+kindList(ks)+" — not seen: "+b.What)
+			out = append(out, "? "+course.KindList(ks)+" — not seen: "+b.What)
 		}
 	}
 	return out
