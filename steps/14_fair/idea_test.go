@@ -30,6 +30,7 @@ const (
 	key  = "lock:product:1001"
 	line = key + ":line"    // the list of waiting requests, first come first
 	by   = key + ":line:by" // each waiter's deadline, ms on Redis's clock
+	turn = "lock:turn:*"    // the turn channels, one a process: lock:turn:<process id>
 )
 
 type arena struct {
@@ -66,7 +67,8 @@ func newArena(t *testing.T, ttl time.Duration) *arena {
 func (a *arena) buyer(id string) steps.Locker {
 	rdb := redis.NewClient(a.m.Options())
 	a.t.Cleanup(func() { rdb.Close() })
-	return lock.New(steps.Proc{ID: id, Redis: rdb, Nodes: []*redis.Client{rdb}, TTL: a.ttl, Ctx: a.life,
+	return lock.New(steps.Proc{ID: id, Redis: rdb, Nodes: []*redis.Client{rdb}, TTL: a.ttl,
+		Ctx: a.life,
 		Go: func(f func(context.Context)) {
 			a.wg.Add(1)
 			go func() { defer a.wg.Done(); f(a.life) }()
@@ -93,7 +95,8 @@ func settled(t *testing.T, what string, cond func() bool) {
 // get it in the order they asked, each as the one before lets go.
 func TestWaitersGetTheLockInTheOrderTheyAsked(t *testing.T) {
 	bubble(t, func(t *testing.T) {
-		const ttl = time.Second // each waiter asks again at least once a lease: far inside its 2 × TTL deadline
+		// Each waiter asks again at least once a lease: far inside its 2 × TTL deadline.
+		const ttl = time.Second
 		a := newArena(t, ttl)
 		holder := a.buyer("buyer-0")
 		held, done := lock.WithRequest(context.Background())
@@ -136,10 +139,12 @@ func TestWaitersGetTheLockInTheOrderTheyAsked(t *testing.T) {
 		wg.Wait()
 		want := []string{"buyer-1", "buyer-2", "buyer-3"}
 		if !slices.Equal(order, want) {
-			t.Errorf("the waiters got the lock in the order %v; want %v, the order they asked", order, want)
+			t.Errorf("the waiters got the lock in the order %v; want %v, the order they asked",
+				order, want)
 		}
 		if n := a.inLine(); n != 0 || a.m.Exists(by) || a.m.Exists(key) {
-			t.Errorf("after the last Unlock: %d in line, deadlines kept: %v, lock kept: %v; want all gone", n, a.m.Exists(by), a.m.Exists(key))
+			t.Errorf("after the last Unlock: %d in line, deadlines kept: %v, lock kept: %v; "+
+				"want all gone", n, a.m.Exists(by), a.m.Exists(key))
 		}
 	})
 }
@@ -152,7 +157,7 @@ func TestDeadWaiterIsDroppedAfterItsDeadline(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		const ttl = 300 * time.Millisecond
 		a := newArena(t, ttl)
-		deadline := time.Now().Add(2 * ttl).UnixMilli() // as lock.lua sets it: 2 × TTL after it asked
+		deadline := time.Now().Add(2 * ttl).UnixMilli() // as lock.lua sets it: 2 × TTL after asking
 		a.m.RPush(line, "dead-request")
 		a.m.ZAdd(by, float64(deadline), "dead-request")
 
@@ -172,18 +177,21 @@ func TestDeadWaiterIsDroppedAfterItsDeadline(t *testing.T) {
 				t.Errorf("Unlock = %v", err)
 			}
 		}()
-		t.Logf("got the lock %v after asking; the dead waiter's deadline was %v after", got.Sub(start),
-			time.UnixMilli(deadline).Sub(start))
+		t.Logf("got the lock %v after asking; the dead waiter's deadline was %v after",
+			got.Sub(start), time.UnixMilli(deadline).Sub(start))
 		if got.UnixMilli() < deadline {
-			t.Errorf("got the lock at %d ms, before the dead waiter's deadline (%d ms): it jumped the line", got.UnixMilli(), deadline)
+			t.Errorf("got the lock at %d ms, before the dead waiter's deadline (%d ms): "+
+				"it jumped the line", got.UnixMilli(), deadline)
 		}
 		// lock.lua tells the waiter to wait until the dead one's deadline, in ms of Redis's clock;
 		// the round trips take no time on the bubble's clock.
 		if late := got.Sub(time.UnixMilli(deadline)); late >= time.Millisecond {
-			t.Errorf("got the lock %v after the dead waiter's deadline; want at once (< 1 ms, Redis's clock counting in ms)", late)
+			t.Errorf("got the lock %v after the dead waiter's deadline; want at once "+
+				"(< 1 ms, Redis's clock counting in ms)", late)
 		}
 		if l, _ := a.m.List(line); len(l) != 0 {
-			t.Errorf("the line is %v; want empty (the dead waiter dropped, the live one holding the lock)", l)
+			t.Errorf("the line is %v; want empty (the dead waiter dropped, the live one holding "+
+				"the lock)", l)
 		}
 		if s, err := a.m.ZScore(by, "dead-request"); err == nil {
 			t.Errorf("the dead waiter's deadline is still kept (%v)", s)
@@ -193,7 +201,7 @@ func TestDeadWaiterIsDroppedAfterItsDeadline(t *testing.T) {
 
 // A process is told its turns on one subscription, opened the first time one of its requests
 // waits and kept for the next: three waits one after the other, and Redis counts one subscriber,
-// on one channel of the lock's. The release wakes the waiter at once, not after a lease: at the
+// on its process's one channel. The release wakes the waiter at once, not after a lease: at the
 // instant of the release on the bubble's clock, where a round trip and a message take no time.
 func TestOneSubscriptionPerProcess(t *testing.T) {
 	bubble(t, func(t *testing.T) {
@@ -222,7 +230,7 @@ func TestOneSubscriptionPerProcess(t *testing.T) {
 			}()
 			settled(t, "the waiter did not join the line", func() bool { return a.inLine() == 1 })
 			settled(t, "the waiter's process did not subscribe", func() bool {
-				return len(a.m.PubSubChannels(key+":turn:*")) == 1
+				return len(a.m.PubSubChannels(turn)) == 1
 			})
 			released := time.Now()
 			if err := holder.Unlock(held, key); err != nil {
@@ -234,11 +242,13 @@ func TestOneSubscriptionPerProcess(t *testing.T) {
 				return
 			}
 			if d := at.Sub(released); d != 0 {
-				t.Errorf("wait %d: the waiter got the lock %v after the release; want at its instant (told on its channel)", wait, d)
+				t.Errorf("wait %d: the waiter got the lock %v after the release; want at its "+
+					"instant (told on its channel)", wait, d)
 			}
-			chans := a.m.PubSubChannels(key + ":turn:*")
+			chans := a.m.PubSubChannels(turn)
 			if n := a.m.PubSubNumSub(chans...); len(chans) != 1 || n[chans[0]] != 1 {
-				t.Errorf("wait %d: turn channels %v with subscribers %v; want one channel, one subscriber", wait, chans, n)
+				t.Errorf("wait %d: turn channels %v with subscribers %v; "+
+					"want one channel, one subscriber", wait, chans, n)
 			}
 		}
 	})

@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/steps"
@@ -20,36 +19,29 @@ import (
 // Locker keeps the lock as a Redis hash of owner → holds, in Lua scripts that check the owner to
 // lock, unlock and renew. The owner is the request, not the process: a token carried in the
 // request's context (WithRequest), so a nested call in the same request re-enters and another
-// request of the same process waits like anyone else. A request that finds the lock taken joins a
-// line of waiters kept in Redis, first come first, and sleeps until the unlock tells the first in
-// line its turn has come, or until its turn could have come, for a bounded time; a waiter that
-// stops asking drops out of the line. The turn is told on the waiting process's own channel, which
-// the process subscribes to once, on one connection, for all its requests. While a request holds
-// the lock, a lease guard renews it every TTL/3 and, when it can no longer prove the lease (a
-// renewal refused, or none answered before the lease could have run out), ends the request's
-// context, so the request stops before another holder can be inside. Hazard: a check only helps
-// before the write leaves; a process paused after its last check writes anyway, and only the
-// resource can refuse that write.
+// request of the same process waits like anyone else. A request that finds the lock taken
+// joins a line of waiters in Redis, first come first, and sleeps until the unlock tells the first
+// in line its turn has come, on its process's own channel (one subscription for all its requests),
+// or until its turn could have come, for a bounded time. While a request holds the lock, a lease
+// guard renews it every TTL/3 and, when it can no longer prove the lease (a renewal refused, or
+// none answered before the lease could have run out), ends the request's context, so the request
+// stops before another holder can be inside. Hazard: a check only helps before the write leaves; a
+// process paused after its last check writes anyway, and only the resource can refuse that write.
+// And a waiter that stopped asking (it died) holds up the line until its deadline, 2 × TTL after
+// it last asked, while the lock sits free.
 type Locker struct {
-	rdb   *redis.Client
-	id    string // the process's part of every owner token, and the name of its turn channel
-	idArg any    // id, the lease in ms and a waiter's stay (2 × TTL), boxed once for the scripts
-	ttlMs any
-	stay  any
-	ttl   time.Duration
-	life  context.Context             // the process's: its leases and its subscription stop with it
-	spawn func(func(context.Context)) // starts the process's goroutine that reads its turns
-	last  atomic.Pointer[names]       // the names of the last key locked: built once, not per call
+	rdb    *redis.Client
+	ttl    time.Duration
+	life   context.Context     // the process's: its leases stop with it
+	mu     sync.Mutex          // guards leases and the clock (one process, many requests)
+	leases map[*request]*lease // the lease of each request that holds a lock
+	clock  *time.Timer         // the one timer of all the process's leases; nil until the first
+	rings  time.Time           // when the clock is armed for; zero when it is not
 
-	mu      sync.Mutex               // guards leases, the clock and waiting: requests of one process lock and unlock at once
-	leases  map[*request]*lease      // the lease of each request that holds a lock
-	clock   *time.Timer              // the one timer of all the process's leases; nil until the first
-	rings   time.Time                // when the clock is armed for; zero when it is not
-	waiting map[string]chan struct{} // the wake-up of each request of this process waiting in a line, by owner token
-
-	subMu sync.Mutex               // guards sub and heard
-	sub   *redis.PubSub            // the process's one subscription; nil until a request first waits
-	heard map[string]chan struct{} // each turn channel asked for, closed once Redis confirmed it
+	id     string                      // the process's part of every owner, and of its turn channel
+	spawn  func(func(context.Context)) // starts the process's one reader of its turns
+	listen sync.Once                   // subscribes the process to its turn channel, once
+	waits  sync.Map                    // owner → the wake-up (chan struct{}) of its waiting request
 }
 
 // New returns a Locker for the process p.
@@ -58,22 +50,13 @@ func New(p steps.Proc) steps.Locker {
 	if life == nil {
 		life = context.Background() // a Proc made by hand, not by a process
 	}
-	spawn := p.Go
-	if spawn == nil { // a Proc made by hand: its reader ends when its client is closed
-		spawn = func(f func(context.Context)) { go f(life) }
-	}
-	b := make([]byte, 8)
-	rand.Read(b)
-	id := hex.EncodeToString(b)
-	return &Locker{rdb: p.Redis, id: id, idArg: id, ttlMs: p.TTL.Milliseconds(), stay: (2 * p.TTL).Milliseconds(),
-		ttl: p.TTL, life: life, spawn: spawn, leases: map[*request]*lease{},
-		waiting: map[string]chan struct{}{}, heard: map[string]chan struct{}{}}
+	return &Locker{rdb: p.Redis, ttl: p.TTL, life: life, leases: map[*request]*lease{},
+		id: rand.Text(), spawn: p.Go}
 }
 
-// request is one request: its token, and the end of its context.
+// request is one request: its owner token, and the end of its context.
 type request struct {
-	id     string
-	idArg  any // id, boxed once for the scripts
+	owner  string
 	cancel context.CancelCauseFunc
 }
 
@@ -83,7 +66,7 @@ type requestKey struct{}
 // lease: the lock may be someone else's by now, and the request must not write.
 var ErrLeaseLost = errors.New("lock: the lease could not be proved: the lock may be another's now")
 
-// WithRequest returns ctx for one request: it carries a fresh request token (16 random bytes, as
+// WithRequest returns ctx for one request: it carries a fresh owner token (16 random bytes, as
 // the articles' UUID), and it ends, with cause ErrLeaseLost, when a lock the request holds can no
 // longer prove its lease. Call done when the request is over. Go has no ThreadLocal, and a
 // goroutine is not a request anyway; the request's context is what travels with the request.
@@ -91,8 +74,7 @@ func WithRequest(ctx context.Context) (_ context.Context, done func()) {
 	b := make([]byte, 16)
 	rand.Read(b)
 	ctx, cancel := context.WithCancelCause(ctx)
-	id := hex.EncodeToString(b)
-	r := &request{id: id, idArg: id, cancel: cancel}
+	r := &request{owner: hex.EncodeToString(b), cancel: cancel}
 	return context.WithValue(ctx, requestKey{}, r), func() { cancel(nil) }
 }
 
@@ -107,226 +89,123 @@ func requestOf(ctx context.Context) (*request, error) {
 	return r, nil
 }
 
-// owner is the request's name in the lock and in the line: the process's id, a colon, the
-// request's token (Redisson names its owners client id : thread id). The scripts are given the two
-// parts and join them; unlock.lua reads the process back from it, to tell a waiter its turn on its
-// process's channel.
-func (l *Locker) owner(r *request) string { return l.id + ":" + r.id }
+// owner is the request's name in the lock and in the line: "<process id>:<its owner token>".
+func (l *Locker) owner(r *request) string { return l.id + ":" + r.owner }
 
 var (
 	//go:embed lock.lua
 	lockLua    string
-	lockScript = newScript(lockLua)
+	lockScript = redis.NewScript(lockLua)
 	//go:embed unlock.lua
 	unlockLua    string
-	unlockScript = newScript(unlockLua)
+	unlockScript = redis.NewScript(unlockLua)
 	//go:embed renew.lua
 	renewLua    string
-	renewScript = newScript(renewLua)
+	renewScript = redis.NewScript(renewLua)
 	//go:embed leave.lua
 	leaveLua    string
-	leaveScript = newScript(leaveLua)
+	leaveScript = redis.NewScript(leaveLua)
 )
 
-// script is one Lua script, its body and its SHA1 boxed once.
-type script struct{ src, sha any }
-
-func newScript(src string) script { return script{src: src, sha: redis.NewScript(src).Hash()} }
-
-// run sends s with EVALSHA, and again with EVAL when Redis does not have it (NOSCRIPT: the first
-// time, or after a restart), as redis.Script.Run does. Its keys and arguments come boxed, built
-// once where they can be: Script.Run boxes every key name again on every call, and on this path
-// every allocation shows. Hazard: a script may still run twice only if the EVALSHA did not run,
-// which is what NOSCRIPT says.
-func (s script) run(ctx context.Context, rdb *redis.Client, keys []any, args ...any) *redis.Cmd {
-	a := make([]any, 0, 3+len(keys)+len(args))
-	a = append(append(append(a, "evalsha", s.sha, len(keys)), keys...), args...)
-	cmd := redis.NewCmd(ctx, a...)
-	if err := rdb.Process(ctx, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		a[0], a[1] = "eval", s.src
-		cmd = redis.NewCmd(ctx, a...)
-		rdb.Process(ctx, cmd)
-	}
-	return cmd
-}
-
-// retryBudget is how long Lock keeps waiting, in leases: 10 × TTL. A waiter must ask again within
-// 2 × TTL to keep its place in line; it waits at most a lease, or, while the lock is free and an
-// earlier waiter has the turn, until that waiter's own deadline.
+// retryBudget is how long Lock keeps waiting, in leases: 10 × TTL.
 const retryBudget = 10
 
-// names are one lock's names in Redis: the lock, the line of waiting requests and the time by which
-// each must ask again to stay in it; and the prefix of the turn channels (followed by a process's
-// id: the channel on which that process is told a request of its has the turn).
-type names struct {
-	key     string
-	keys    []any // the lock, its line, its waiters' deadlines
-	turn    string
-	turnArg any // turn, boxed once
-}
+// keys are the lock's keys: the lock, its line of waiting owners, and their deadlines to ask again.
+func keys(key string) []string { return []string{key, key + ":line", key + ":line:by"} }
 
-// names returns key's names, built once for the last key this process locked: an order locks
-// one key over and over.
-func (l *Locker) names(key string) *names {
-	if n := l.last.Load(); n != nil && n.key == key {
-		return n
-	}
-	turn := key + ":turn:"
-	n := &names{key: key, keys: []any{key, key + ":line", key + ":line:by"}, turn: turn, turnArg: turn}
-	l.last.Store(n)
-	return n
-}
+// turns prefixes the turn channels: one a process (lock:turn:<process id>), whatever the lock.
+const turns = "lock:turn:"
 
-// Lock takes key for the request in ctx with lock.lua: at once if the lock is free and nobody is
-// waiting, or it is already the request's (one more hold). Otherwise the request is now in line;
-// it makes sure its process is subscribed to its turn channel, asks again (its turn may have come
-// meanwhile), and then sleeps until it is told its turn has come or until it could have, and asks
-// again, for retryBudget leases; then it leaves the line and answers false. A message lost costs
-// one lease, never a hang. The request's first hold starts its lease guard, counting the lease from
-// the moment the winning try was sent.
+// Lock takes key for the request in ctx with lock.lua: at once if the lock is free or already the
+// request's (one more hold); a free lock only if nobody waits in line before the request.
+// Otherwise the request is in line: its process subscribes to its turn channel (once, at its
+// first wait), the request tries again (a turn told before the subscription would otherwise be
+// missed), and then sleeps until told its turn or until its turn could have come, and tries again,
+// for retryBudget leases; then it answers false. A message lost costs one wait, never a hang. The
+// request's first hold starts its lease guard, counting the lease from the moment the winning try
+// was sent.
 func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	req, err := requestOf(ctx)
 	if err != nil {
 		return false, err
 	}
-	n := l.names(key)
-	ok, wait, err := l.try(ctx, n, req)
+	ok, left, err := l.try(ctx, key, req)
 	if ok || err != nil {
 		return ok, err
 	}
-	owner := l.owner(req)
 	turn := make(chan struct{}, 1)
-	l.mu.Lock()
-	l.waiting[owner] = turn
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		delete(l.waiting, owner)
-		l.mu.Unlock()
-	}()
+	l.waits.Store(l.owner(req), turn)
+	defer l.waits.Delete(l.owner(req))
+	l.listen.Do(func() { // one subscription (one connection) and one reader for the process
+		sub := l.rdb.Subscribe(ctx, turns+l.id)
+		// Subscribed, or it waited as long as it would anyway (a stalled read does not see ctx
+		// end); if it failed, the reader subscribes again.
+		sub.ReceiveTimeout(ctx, left)
+		l.spawn(func(life context.Context) { l.read(life, sub) })
+	})
 	giveUp := time.Now().Add(retryBudget * l.ttl)
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	// The subscription is in place before the next try: a turn told before it would be missed.
-	select {
-	case <-l.listen(ctx, n):
-	case <-t.C: // not confirmed within the wait: ask again anyway
-	case <-ctx.Done():
-		l.leave(ctx, n, req)
-		return false, ctx.Err()
-	}
 	for {
-		ok, wait, err = l.try(ctx, n, req)
+		ok, left, err = l.try(ctx, key, req)
 		if ok || err != nil {
 			return ok, err
 		}
-		wait = min(wait, time.Until(giveUp))
+		wait := min(left, time.Until(giveUp))
 		if wait <= 0 {
-			l.leave(ctx, n, req)
+			l.leave(ctx, key, req)
 			return false, nil
 		}
-		t.Reset(wait)
+		// A turn told or a timeout leads to the next try; only ctx ends the wait.
 		select {
 		case <-turn:
-		case <-t.C:
+		case <-time.After(wait):
 		case <-ctx.Done():
-			l.leave(ctx, n, req)
+			l.leave(ctx, key, req)
 			return false, ctx.Err()
 		}
 	}
 }
 
-// listen makes sure the process is subscribed to its turn channel for n, and returns a channel
-// closed once Redis has confirmed it. The first wait of the process opens its subscription (one
-// connection) and starts the goroutine that reads it; later waits reuse both.
-func (l *Locker) listen(ctx context.Context, n *names) <-chan struct{} {
-	ch := n.turn + l.id
-	l.subMu.Lock()
-	defer l.subMu.Unlock()
-	if ready, ok := l.heard[ch]; ok {
-		return ready
-	}
-	ready := make(chan struct{})
-	l.heard[ch] = ready
-	if l.sub != nil {
-		l.sub.Subscribe(ctx, ch) // an error is mended by read: the reconnection subscribes again
-		return ready
-	}
-	sub := l.rdb.Subscribe(ctx, ch)
-	l.sub = sub
-	l.spawn(func(life context.Context) { l.read(life, sub) })
-	return ready
-}
-
-// reconnectPause is how long read waits before it reads again after an error, so that a Redis
-// that is down is not dialled in a busy loop.
-const reconnectPause = 10 * time.Millisecond
-
-// read is the process's one reader of its turns, until the process dies or its client is closed
-// (a Proc made by hand has no other end): a confirmed subscription releases the requests waiting
-// for it; a turn wakes the request it names. A broken connection is dialled again on the next
-// read, which subscribes again; a turn told meanwhile is lost, and costs its waiter one wait.
+// read is the process's one reader of its turns, until the process dies or its client is closed:
+// a turn wakes the request it names. A broken connection is dialled again on the next read, which
+// subscribes again; a turn told meanwhile is lost, and costs its waiter one wait.
 func (l *Locker) read(life context.Context, sub *redis.PubSub) {
-	stop := context.AfterFunc(life, func() { sub.Close() }) // what ends a read blocked on the connection
+	stop := context.AfterFunc(life, func() { sub.Close() }) // ends a read blocked on the connection
 	defer stop()
-	defer sub.Close()
 	for {
-		m, err := sub.Receive(life)
-		if life.Err() != nil || errors.Is(err, redis.ErrClosed) {
+		m, err := sub.ReceiveMessage(life)
+		switch {
+		case err == nil:
+			if turn, ok := l.waits.Load(m.Payload); ok {
+				select {
+				case turn.(chan struct{}) <- struct{}{}:
+				default: // told already
+				}
+			}
+		case life.Err() != nil || errors.Is(err, redis.ErrClosed):
 			return
-		}
-		if err != nil {
-			t := time.NewTimer(reconnectPause)
-			select {
-			case <-life.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			continue
-		}
-		switch m := m.(type) {
-		case *redis.Subscription:
-			l.subMu.Lock()
-			if ready := l.heard[m.Channel]; m.Kind == "subscribe" && ready != nil {
-				select {
-				case <-ready: // confirmed before: this is a reconnection's
-				default:
-					close(ready)
-				}
-			}
-			l.subMu.Unlock()
-		case *redis.Message:
-			l.mu.Lock()
-			turn := l.waiting[m.Payload]
-			l.mu.Unlock()
-			if turn != nil {
-				select {
-				case turn <- struct{}{}:
-				default: // already told
-				}
-			}
+		default: // a Redis that is down is not dialled in a busy loop
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }
 
 // leave takes a request that stops waiting out of the line with leave.lua, so nobody waits for
 // its turn to pass; if it cannot (Redis is out of reach), its deadline drops it.
-func (l *Locker) leave(ctx context.Context, n *names, req *request) {
-	leaveScript.run(context.WithoutCancel(ctx), l.rdb, n.keys, l.idArg, req.idArg, n.turnArg)
+func (l *Locker) leave(ctx context.Context, key string, req *request) {
+	leaveScript.Run(context.WithoutCancel(ctx), l.rdb, keys(key), l.owner(req), turns)
 }
 
-// try runs lock.lua once for req: whether the request holds the lock now, and else how long it may
-// wait before it asks again.
-func (l *Locker) try(ctx context.Context, n *names, req *request) (bool, time.Duration, error) {
+// try runs lock.lua once for req: whether the request holds key now, and else how long it may wait
+// before it asks again.
+func (l *Locker) try(ctx context.Context, key string, req *request) (bool, time.Duration, error) {
 	sent := time.Now()
-	r, err := lockScript.run(ctx, l.rdb, n.keys, l.idArg, req.idArg, l.ttlMs, l.stay).Int64()
+	r, err := lockScript.Run(ctx, l.rdb, keys(key), l.owner(req), l.ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, 0, err
 	}
 	if r > 0 {
 		if r == 1 {
-			l.guard(n, req, sent)
+			l.guard(key, req, sent)
 		}
 		return true, 0, nil
 	}
@@ -339,16 +218,17 @@ func (l *Locker) margin() time.Duration { return l.ttl / 10 }
 
 // lease is one request's lease on a lock, kept by the process's clock.
 type lease struct {
-	keys   []any // the lock's name alone, for renew.lua
+	key    string
 	req    *request
 	due    time.Time // when to renew it: TTL/3 after it was last proved
-	until  time.Time // the lease is proved until then (the last answered try or renewal's send + TTL − margin)
+	until  time.Time // proved until the last answered try's or renewal's send + TTL − margin
 	asking bool      // a renewal is on its way
 }
 
 // guard starts the request's lease, valid at most until sent + TTL.
-func (l *Locker) guard(n *names, req *request, sent time.Time) {
-	g := &lease{keys: n.keys[:1], req: req, due: time.Now().Add(l.ttl / 3), until: sent.Add(l.ttl - l.margin())}
+func (l *Locker) guard(key string, req *request, sent time.Time) {
+	g := &lease{key: key, req: req, due: time.Now().Add(l.ttl / 3),
+		until: sent.Add(l.ttl - l.margin())}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.leases[req] = g
@@ -405,7 +285,8 @@ func (l *Locker) tick() {
 func (l *Locker) renew(g *lease, until time.Time) {
 	sent := time.Now()
 	ctx, cancel := context.WithDeadline(l.life, until)
-	n, err := renewScript.run(ctx, l.rdb, g.keys, l.idArg, g.req.idArg, l.ttlMs).Int()
+	owner := l.owner(g.req)
+	n, err := renewScript.Run(ctx, l.rdb, []string{g.key}, owner, l.ttl.Milliseconds()).Int()
 	cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -433,16 +314,15 @@ func (l *Locker) release(req *request) {
 }
 
 // Unlock gives back one hold of the request in ctx with unlock.lua. The last one deletes the lock,
-// tells the first waiter in line its turn has come, and stops the request's lease guard. It returns
-// steps.ErrNotOwner, and stops the guard, when the lock is not the request's any more; an error
-// from Redis stops the guard too, since a lock it cannot give back is left to its lease.
+// wakes one waiter, and stops the request's lease guard. It returns steps.ErrNotOwner, and stops
+// the guard, when the lock is not the request's any more; an error from Redis stops the guard too,
+// since a lock it cannot give back is left to its lease.
 func (l *Locker) Unlock(ctx context.Context, key string) error {
 	req, err := requestOf(ctx)
 	if err != nil {
 		return err
 	}
-	n := l.names(key)
-	left, err := unlockScript.run(ctx, l.rdb, n.keys[:2], l.idArg, req.idArg, n.turnArg).Int64()
+	left, err := unlockScript.Run(ctx, l.rdb, keys(key)[:2], l.owner(req), turns).Int64()
 	switch {
 	case err != nil:
 		l.release(req)

@@ -47,7 +47,8 @@ func TestTokensRise(t *testing.T) {
 		buyer := func(id string) steps.Locker {
 			rdb := redis.NewClient(m.Options())
 			t.Cleanup(func() { rdb.Close() })
-			return lock.New(steps.Proc{ID: id, Redis: rdb, Nodes: []*redis.Client{rdb}, TTL: ttl, Ctx: life,
+			return lock.New(steps.Proc{ID: id, Redis: rdb, Nodes: []*redis.Client{rdb}, TTL: ttl,
+				Ctx: life,
 				Go: func(f func(context.Context)) {
 					wg.Add(1)
 					go func() { defer wg.Done(); f(life) }()
@@ -94,10 +95,12 @@ func TestTokensRise(t *testing.T) {
 		reqB, doneB, second := take(b, "the second request")
 		defer doneB()
 		if second <= first {
-			t.Errorf("the second request's token = %d, the first's %d; want it higher", second, first)
+			t.Errorf("the second request's token = %d, the first's %d; want it higher",
+				second, first)
 		}
 		if n := counter(); n != second {
-			t.Errorf("the counter stands at %d after the second acquisition; want %d, the token it handed out", n, second)
+			t.Errorf("the counter stands at %d after the second acquisition; want %d, "+
+				"the token it handed out", n, second)
 		}
 
 		// The work's nested call takes the same lock again, in the same request.
@@ -105,10 +108,12 @@ func TestTokensRise(t *testing.T) {
 			t.Fatalf("the nested Lock = %v, %v; want true", ok, err)
 		}
 		if got := lock.Token(reqB); got != second {
-			t.Errorf("after the nested Lock the request's token = %d; want %d, its first hold's", got, second)
+			t.Errorf("after the nested Lock the request's token = %d; want %d, its first hold's",
+				got, second)
 		}
 		if n := counter(); n != second {
-			t.Errorf("the counter stands at %d after the nested Lock; want %d: a nested hold is no new acquisition", n, second)
+			t.Errorf("the counter stands at %d after the nested Lock; want %d: "+
+				"a nested hold is no new acquisition", n, second)
 		}
 		for range 2 {
 			if err := b.Unlock(reqB, key); err != nil {
@@ -116,10 +121,12 @@ func TestTokensRise(t *testing.T) {
 			}
 		}
 		if m.Exists(key) {
-			t.Errorf("the lock is still held after both of the second request's holds were given back")
+			t.Errorf("the lock is still held after both of the second request's holds " +
+				"were given back")
 		}
 		if !m.Exists(fence) {
-			t.Errorf("the token counter is gone with the lock; it must outlive every lock, or tokens repeat")
+			t.Errorf("the token counter is gone with the lock; it must outlive every lock, " +
+				"or tokens repeat")
 		}
 	})
 }
@@ -172,7 +179,8 @@ func TestOrderShowsItsToken(t *testing.T) {
 			die()
 			wg.Wait()
 		}()
-		l := lock.New(steps.Proc{ID: "buyer-1", Redis: rdb, Nodes: []*redis.Client{rdb}, TTL: time.Second, Ctx: life,
+		l := lock.New(steps.Proc{ID: "buyer-1", Redis: rdb, Nodes: []*redis.Client{rdb},
+			TTL: time.Second, Ctx: life,
 			Go: func(f func(context.Context)) {
 				wg.Add(1)
 				go func() { defer wg.Done(); f(life) }()
@@ -184,11 +192,13 @@ func TestOrderShowsItsToken(t *testing.T) {
 			}
 		}
 		if len(s.tokens) != 4 {
-			t.Fatalf("the inventory saw tokens %v; want 4: a read and a write of each order", s.tokens)
+			t.Fatalf("the inventory saw tokens %v; want 4: a read and a write of each order",
+				s.tokens)
 		}
 		r1, w1, r2, w2 := s.tokens[0], s.tokens[1], s.tokens[2], s.tokens[3]
 		if r1 <= 0 || w1 != r1 || w2 != r2 || r2 <= r1 {
-			t.Errorf("the inventory saw tokens %v; want each order's read and write to show one token > 0, the second order's higher", s.tokens)
+			t.Errorf("the inventory saw tokens %v; want each order's read and write to show "+
+				"one token > 0, the second order's higher", s.tokens)
 		}
 		if s.stock != 0 {
 			t.Errorf("stock %d after two orders of 2 units; want 0", s.stock)
