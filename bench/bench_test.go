@@ -105,33 +105,33 @@ func newProc(c contender, addrs []string, id string, cnt *counter, ps *procs) (l
 }
 
 // BenchmarkLockUnlock measures one uncontended Lock + Unlock cycle of one key by one process, for
-// every contender at once, interleaved: b.N is the number of rounds, and in each round every
-// contender runs cyclesPerRound cycles (see interleave). Each contender first runs one untimed
-// cycle, so its connections are dialled and its scripts loaded (TestRoundTrips shows the cold
-// cycle). The per-lock results are printed when the binary ends (see report):
-// BenchmarkLockUnlock/<name> lines with ns/op (the median over rounds), x-best-peer (the median
-// over rounds of the lock's time / the best peer's time in the same round), cmds/op, dials/op (0
-// once warm: a lock that dials per cycle shows here), B/op and allocs/op, and a Markdown table with
-// the spreads. Hazard: a ratio within a round cancels what slows every lock alike, not what slows
-// one kind of work more than another — on a busy machine a goroutine hand-off (08/09's watchdog,
-// redsync's goroutine per command) waits for a core while a plain round trip does not — so a ratio
-// belongs with the load it was measured under.
+// every contender -locks chooses (all by default) at once, interleaved: b.N is the number of
+// rounds, and in each round every contender runs cyclesPerRound cycles (see interleave). Each
+// contender first runs one untimed cycle, so its connections are dialled and its scripts loaded
+// (TestRoundTrips shows the cold cycle). The per-lock results are printed when the binary ends
+// (see report): BenchmarkLockUnlock/<name> lines with ns/op (the median over rounds), x-best-peer
+// (the median over rounds of the lock's time / the best peer's time in the same round), cmds/op,
+// dials/op (0 once warm: a lock that dials per cycle shows here), B/op and allocs/op, and a
+// Markdown table with the spreads. Hazard: a ratio within a round cancels what slows every lock
+// alike, not what slows one kind of work more than another — on a busy machine a goroutine
+// hand-off (08/09's watchdog, redsync's goroutine per command) waits for a core while a plain
+// round trip does not — so a ratio belongs with the load it was measured under.
 func BenchmarkLockUnlock(b *testing.B) {
-	run := &interleaved{bench: "LockUnlock", locks: contenders,
-		title: "Uncontended Lock + Unlock"}
+	locks := chosen(b)
+	run := &interleaved{bench: "LockUnlock", locks: locks, title: "Uncontended Lock + Unlock"}
 	type arm struct {
 		c   contender
 		l   steps.Locker
 		cnt *counter
 		key string
 	}
-	arms := make([]arm, len(contenders))
+	arms := make([]arm, len(locks))
 	// A deadline as a request would carry (redislock adds one of its own otherwise).
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	var cl cleanup
 	defer cl.run()
-	for i, c := range contenders {
+	for i, c := range locks {
 		addrs := needNodes(b, c.nodes)
 		cnt := new(counter)
 		ps := newProcs()
@@ -156,7 +156,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 	}
 	for i, a := range arms {
 		if err := cycle(a); err != nil { // warm: dial, load scripts
-			b.Fatalf("%s: warm-up: %v", contenders[i].name, err)
+			b.Fatalf("%s: warm-up: %v", locks[i].name, err)
 		}
 	}
 	interleave(b, run, func(i int) (batch, error) {
@@ -175,18 +175,18 @@ func BenchmarkLockUnlock(b *testing.B) {
 }
 
 // BenchmarkContended runs, for 1, 4 and 16 processes and a critical section of 0 and of 1 ms, every
-// contender interleaved: b.N is the number of rounds, and in each round each contender's processes
-// contend for one key during a window (see round). The per-lock results are printed when the binary
-// ends (see report) as BenchmarkContended/<name>/procs=N/cs=D lines: ns/op per acquisition (the
-// median over rounds), cmds/op (every command of every process, failed tries and spins included,
-// per acquisition), dials/op (connections dialled per acquisition: a waiter of 13, 14 and 16 dials
-// one for its subscription), p50/p99-wait-ns (from asking to holding, over every acquisition of
-// every round), p50/p99-handoff-ns (from one holder's Unlock returning to the next holder's Lock
-// returning; 0 when the next Lock returned first), switch-% (the share of acquisitions that went to
-// another process than the one before) and B/op, allocs/op; and a Markdown table with the spreads.
-// Hazard: every process is a goroutine of this binary, and the redis-servers share its 2 cores, so
-// a lock whose waiters spin takes CPU from its own holder (and from Redis) in a way processes on
-// separate machines would not.
+// contender -locks chooses (all by default) interleaved: b.N is the number of rounds, and in each
+// round each contender's processes contend for one key during a window (see round). The per-lock
+// results are printed when the binary ends (see report) as BenchmarkContended/<name>/procs=N/cs=D
+// lines: ns/op per acquisition (the median over rounds), cmds/op (every command of every process,
+// failed tries and spins included, per acquisition), dials/op (connections dialled per
+// acquisition: a waiter of 13, 14 and 16 dials one for its subscription), p50/p99-wait-ns (from
+// asking to holding, over every acquisition of every round), p50/p99-handoff-ns (from one holder's
+// Unlock returning to the next holder's Lock returning; 0 when the next Lock returned first),
+// switch-% (the share of acquisitions that went to another process than the one before) and B/op,
+// allocs/op; and a Markdown table with the spreads. Hazard: every process is a goroutine of this
+// binary, and the redis-servers share its 2 cores, so a lock whose waiters spin takes CPU from its
+// own holder (and from Redis) in a way processes on separate machines would not.
 func BenchmarkContended(b *testing.B) {
 	for _, cs := range []time.Duration{0, time.Millisecond} {
 		for _, n := range []int{1, 4, 16} {
@@ -225,16 +225,16 @@ func contended(b *testing.B, n int, cs time.Duration) {
 		procsWord = "process"
 	}
 	run := &interleaved{bench: "Contended", suffix: fmt.Sprintf("/procs=%d/cs=%s", n, csName(cs)),
-		procs: n, cs: cs, locks: contenders,
+		procs: n, cs: cs, locks: chosen(b),
 		title: fmt.Sprintf("Contended, %d %s, critical section %s", n, procsWord, spaced(cs))}
 	// A deadline far beyond any configuration's rounds (those of the back-off steps at 16
 	// processes take tens of seconds each): it only stops a lock that hangs.
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Hour)
 	defer cancel()
-	arms := make([]contendedArm, len(contenders))
+	arms := make([]contendedArm, len(run.locks))
 	var cl cleanup
 	defer cl.run()
-	for i, c := range contenders {
+	for i, c := range run.locks {
 		addrs := needNodes(b, c.nodes)
 		a := contendedArm{c: c, cnt: new(counter), key: uniqueKey("contended", c.name)}
 		ps := newProcs()

@@ -3,6 +3,11 @@ package bench
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"regexp"
+	"slices"
+	"testing"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -64,6 +69,45 @@ var contenders = []contender{
 	{name: "redislock-10ms", peer: true, nodes: 1, blocking: true, new: newRedislock(10 * time.Millisecond)},
 	{name: "redsync", peer: true, nodes: 1, blocking: true, new: newRedsync},
 	{name: "redsync-3nodes", peer: true, nodes: 3, blocking: true, new: newRedsync},
+}
+
+// locksFlag is -locks REGEXP (after -args when given to go test; run.sh's LOCKS): the interleaved
+// benchmarks run only the contenders whose name it matches, so that one configuration of a few
+// locks takes minutes where all of them take an hour.
+var locksFlag = flag.String("locks", "",
+	"run only the locks whose name matches this regexp; a ratio needs a peer among them")
+
+// chosen returns the contenders -locks matches (see choose), and fails tb on a bad -locks.
+func chosen(tb testing.TB) []contender {
+	cs, err := choose(*locksFlag)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cs
+}
+
+// choose returns the contenders whose name expr matches (unanchored), in the table's order; every
+// one when expr is empty. Hazard: a lock is compared only with the peers that match as well; a
+// subset without a peer on as many nodes reports no ratio ("no peer"), and a different set of
+// peers can make a different one the best.
+func choose(expr string) ([]contender, error) {
+	if expr == "" {
+		return contenders, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("-locks: %v", err)
+	}
+	var cs []contender
+	for _, c := range contenders {
+		if re.MatchString(c.name) {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 {
+		return nil, fmt.Errorf("-locks %q matches no lock", expr)
+	}
+	return cs, nil
 }
 
 // contender is one lock implementation under benchmark, seen through the lab's steps.Locker.
@@ -202,4 +246,29 @@ func (l *redsyncLocker) Unlock(ctx context.Context, key string) error {
 		return steps.ErrNotOwner
 	}
 	return nil
+}
+
+// TestChooseLocks: -locks picks contenders by an unanchored regexp, in the table's order, and
+// refuses one that matches nothing or does not compile.
+func TestChooseLocks(t *testing.T) {
+	names := func(cs []contender) (ns []string) {
+		for _, c := range cs {
+			ns = append(ns, c.name)
+		}
+		return ns
+	}
+	all, err := choose("")
+	if err != nil || len(all) != len(contenders) {
+		t.Fatalf("choose(\"\") = %d locks, %v; want all %d", len(all), err, len(contenders))
+	}
+	got, err := choose("14_fair|16_fencing|redislock|redsync$")
+	want := []string{"lockstep-14_fair", "lockstep-16_fencing", "redislock", "redislock-10ms", "redsync"}
+	if err != nil || !slices.Equal(names(got), want) {
+		t.Errorf("choose = %v, %v; want %v", names(got), err, want)
+	}
+	for _, bad := range []string{"no-such-lock", "(("} {
+		if cs, err := choose(bad); err == nil {
+			t.Errorf("choose(%q) = %v; want an error", bad, names(cs))
+		}
+	}
 }

@@ -7,6 +7,8 @@
 #   bench/run.sh                                   # both benchmarks, output in bench/results/
 #   BENCH=LockUnlock bench/run.sh                  # only one ("LockUnlock", "Contended",
 #   BENCH=Contended/procs=4/cs=1ms bench/run.sh    #  or one contended configuration)
+#   LOCKS='14_fair|redislock|redsync$' bench/run.sh  # only the locks this regexp matches (the
+#                                                  #  peers too, or no ratio): minutes, not an hour
 #   ROUNDS_UNCONTENDED=1000 ROUNDS_CONTENDED=20 bench/run.sh
 #   PREV=results/<earlier>.txt bench/run.sh        # also compare with an earlier run (benchstat)
 #
@@ -62,14 +64,14 @@ read -r busy0 total0 ours0 < <(cpu_ticks | paste -sd' ')
 	echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//; s/ *$//')"
 	echo "# $(go version) | $(redis-server --version)"
 	echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "# rounds: uncontended $rounds_uncontended, contended $rounds_contended; count $count"
+	echo "# rounds: uncontended $rounds_uncontended, contended $rounds_contended; count $count; locks ${LOCKS:-all}"
 	for b in $benches; do
 		case $b in
 		LockUnlock*) rounds=$rounds_uncontended ;;
 		*) rounds=$rounds_contended ;;
 		esac
 		go test -run '^$' -bench "^Benchmark$b\$" -benchtime="${rounds}x" -count="$count" -timeout 600m . \
-			-args -rounds="$rounds_out"
+			-args -rounds="$rounds_out" -locks="${LOCKS:-}"
 	done
 	echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "# load average every 10 s during the run (1-minute): $(paste -sd' ' "$loadlog")"
