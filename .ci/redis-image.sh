@@ -13,7 +13,10 @@ export DEBIAN_FRONTEND=noninteractive
 tag=${LAB_REDIS_IMAGE:-lockstep-redis:local}
 
 need=()
-command -v docker >/dev/null 2>&1 || need+=(docker.io)
+# a docker client alone (a static binary on PATH) cannot start a daemon: docker.io brings dockerd
+if ! docker info >/dev/null 2>&1 && ! command -v dockerd >/dev/null 2>&1 || ! command -v docker >/dev/null 2>&1; then
+  need+=(docker.io)
+fi
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 if [ ${#need[@]} -gt 0 ]; then
   echo "== installing ${need[*]}"
