@@ -28,7 +28,8 @@ func listItems(print string) (items []string, ok bool) {
 // lines says what a command did to a list of the run (step 14's line of waiters): an item is the
 // buyer whose command put it there, and the line is said whenever its buyers change. Hazard: only a
 // print the watcher can read shows the items (the embedded backend's); on a real server the
-// line is not said.
+// line is not said. Any list of the run is read as a line, whatever a lock keeps in it; the words
+// name its key, and no verdict depends on them.
 func (r *Referee) lines(rec Record) {
 	for _, kc := range rec.Keys {
 		after, ok := listItems(kc.After)
