@@ -148,43 +148,6 @@ func TestPickerScrollsALongCatalog(t *testing.T) {
 	}
 }
 
-// TestLikeStep: a graded row is named after the step whose expected row it is, cell for cell;
-// one cell off names the nearest step and the scenario it differs under; a row unlike every step,
-// or with nothing judged, names none.
-func TestLikeStep(t *testing.T) {
-	all := catalog.Steps
-	rowOf := func(st *steps.Step) []cell {
-		var row []cell
-		for _, sc := range steps.Scenarios {
-			row = append(row, cell{Scenario: string(sc), Violations: st.Expect[sc]})
-		}
-		return row
-	}
-	st9 := all[course.ByNumber(all, 9)]
-	if got := likeStep(all, rowOf(st9)); !strings.HasPrefix(got, "Your lock's row is step 9's (") {
-		t.Errorf("09's own row: %q", got)
-	}
-	row := rowOf(st9)
-	row[0].Violations = append(slices.Clone(row[0].Violations), steps.Stuck)
-	if got := likeStep(all, row); !strings.Contains(got, "nearest step 9's") || !strings.HasSuffix(got, "differs under "+row[0].Scenario+".") {
-		t.Errorf("09's row with one cell off: %q", got)
-	}
-	odd := rowOf(st9)
-	for i := range odd {
-		odd[i].Violations = []steps.Kind{steps.Stuck, steps.Overlap, steps.Starved, steps.LostSales}
-	}
-	if got := likeStep(all, odd); got != "" {
-		t.Errorf("a row like no step: %q", got)
-	}
-	none := rowOf(st9)
-	for i := range none {
-		none[i].Unjudged, none[i].Violations = []steps.Kind{steps.Overlap}, nil
-	}
-	if got := likeStep(all, none); got != "" {
-		t.Errorf("nothing judged: %q", got)
-	}
-}
-
 // TestHandoffForTheLearner: the learner's own lock (no row of the matrix) broke as the last step
 // that breaks with the same kinds under the scenario; the fix is sought after that step, not
 // from step 1 (step 2 "clears" overlap under pause only by never letting go).

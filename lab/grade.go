@@ -13,22 +13,20 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/lab/course"
+	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
 // Grading a learner's lock. The lab cannot import a package it has never heard of, and a learner
 // should not have to edit the catalog to be graded. So "lab grade DIR" checks DIR's source
-// (inspectLearner), then builds the test binary of internal/matrix with one more file laid over
+// (grading.Inspect), then builds the test binary of internal/matrix with one more file laid over
 // it by go test -c -overlay: a file that imports DIR's package and hands its New and Order to
 // that package's TestGrade. The test binary plays the learner's row as "lab matrix" plays a
 // step's (matrix.Row), each cell of the embedded backend inside a testing/synctest bubble, so the
@@ -96,8 +94,8 @@ type gradeFlags struct {
 func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("grade", "lab grade [-nodes 1] [-redis embedded] [-json] [-html FILE] DIR\n\n"+
 		"Grades the lock package in DIR (a folder inside this module, e.g. steps/mine: a copy of a step,\n"+
-		"changed). It must export "+wantNew+", and may export\n"+
-		wantOrder+" (without it, the lab's steps.DefaultOrder places the orders).\n"+
+		"changed). It must export "+grading.WantNew+", and may export\n"+
+		grading.WantOrder+" (without it, the lab's steps.DefaultOrder places the orders).\n"+
 		"Every scenario is played against it as the matrix plays the steps, in virtual time on the\n"+
 		"embedded backend; exit 0 when nothing was violated, 1 when something was, 2 on bad input.", stderr)
 	var f gradeFlags
@@ -115,12 +113,12 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	if err := redisenv.CheckName(f.backend, redisenv.Options{Nodes: f.nodes}); err != nil {
 		return usageError("%v", err)
 	}
-	p, err := inspectLearner(dir)
+	p, err := grading.Inspect(dir)
 	if err != nil {
 		return err
 	}
-	if p.readsNodes && f.nodes == 1 {
-		fmt.Fprintf(stderr, "lab: note: %s reads Proc.Nodes; with -nodes 1 there is one lock node (-nodes 3 for a quorum)\n", p.rel)
+	if p.ReadsNodes && f.nodes == 1 {
+		fmt.Fprintf(stderr, "lab: note: %s reads Proc.Nodes; with -nodes 1 there is one lock node (-nodes 3 for a quorum)\n", p.Rel)
 	}
 	return gradeLearner(p, f, stdout, stderr)
 }
@@ -145,7 +143,7 @@ func parseWithDir(fs *flag.FlagSet, args []string) (string, error) {
 // wrote: a line per scenario, a sentence per violation, then the Markdown row to read beside the
 // README's matrix (or the row as JSON). Ctrl-C or a SIGTERM stops the binary; either way the
 // build is removed.
-func gradeLearner(p *learnerPkg, f gradeFlags, stdout, stderr io.Writer) error {
+func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tmp, err := os.MkdirTemp("", "lockstep-grade-")
@@ -153,8 +151,8 @@ func gradeLearner(p *learnerPkg, f gradeFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	fmt.Fprintf(stderr, "lab: building the grader with %s (go test -c; the first time takes a while)…\n", p.rel)
-	bin, err := buildWithLearner(ctx, p, graderOverlay(p, f.nodes), tmp)
+	fmt.Fprintf(stderr, "lab: building the grader with %s (go test -c; the first time takes a while)…\n", p.Rel)
+	bin, err := grading.Build(ctx, p, grading.GraderOverlay(p, f.nodes), tmp)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &childExit{code: 130}
@@ -170,11 +168,11 @@ func gradeLearner(p *learnerPkg, f gradeFlags, stdout, stderr io.Writer) error {
 		clock = "on the wall clock"
 	}
 	if !f.asJSON {
-		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend (%d lock node(s)), %s…\n", len(steps.Scenarios), p.rel, backend, f.nodes, clock)
+		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend (%d lock node(s)), %s…\n", len(steps.Scenarios), p.Rel, backend, f.nodes, clock)
 	}
 	out := filepath.Join(tmp, "row.json")
 	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestGrade$", "-test.count=1")
-	cmd.Dir = filepath.Join(p.root, "internal", "matrix")
+	cmd.Dir = filepath.Join(p.Root, "internal", "matrix")
 	cmd.Env = append(os.Environ(), matrix.GradeOut+"="+out, "LAB_REDIS="+f.backend)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
@@ -191,18 +189,18 @@ func gradeLearner(p *learnerPkg, f gradeFlags, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case err == nil && g.Hung != "":
-		return fmt.Errorf("%s: %s", p.rel, g.Hung)
+		return fmt.Errorf("%s: %s", p.Rel, g.Hung)
 	case err == nil && g.Err != "":
 		return errors.New(g.Err)
 	case err != nil || runErr != nil:
-		return fmt.Errorf("the grader of %s failed: %s", p.rel, firstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
+		return fmt.Errorf("the grader of %s failed: %s", p.Rel, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
 	}
 	if f.html != "" {
-		if err := writeGradePage(f.html, p.rel, g, time.Now()); err != nil {
+		if err := writeGradePage(f.html, p.Rel, g, time.Now()); err != nil {
 			return err
 		}
 	}
-	return printGraded(p.rel, g, f.asJSON, stdout)
+	return printGraded(p.Rel, g, f.asJSON, stdout)
 }
 
 // testFailure is the line of a test binary's output that says why it failed: its first panic or
@@ -273,61 +271,15 @@ func printGrade(w io.Writer, slug string, row []cell) {
 		}
 	}
 	fmt.Fprintf(w, "\nYour row of the matrix:\n\n%s", renderMatrix(row))
-	if like := likeStep(catalog.Steps, row); like != "" {
+	if like := grading.Like(catalog.Steps, row, learner); like != "" {
 		fmt.Fprintf(w, "\n%s\n", like)
 	}
-}
-
-// likeStep says which step of the catalog the row is like: the first whose expected row is the
-// same in every cell that was judged, or else the nearest and the scenarios it differs under.
-// A row with no judged cell, or no step within three cells of it, is like none ("").
-func likeStep(all []*steps.Step, row []cell) string {
-	best, bestDiff := -1, []string(nil)
-	judged := 0
-	for i, st := range all {
-		if isLearner(st) { // the learner's own lock in the lab has no row to be like
-			continue
-		}
-		var diff []string
-		diff, judged = differsUnder(st, row)
-		if best < 0 || len(diff) < len(bestDiff) {
-			best, bestDiff = i, diff
-		}
-	}
-	if best < 0 || judged == 0 || len(bestDiff) > 3 {
-		return ""
-	}
-	switch st := all[best]; {
-	case len(bestDiff) == 0:
-		return fmt.Sprintf("Your lock's row is %s's (%s), cell for cell.", course.Name(st), st.Title)
-	default:
-		return fmt.Sprintf("Your lock's row is nearest %s's (%s): it differs under %s.", course.Name(st), st.Title, strings.Join(bestDiff, ", "))
-	}
-}
-
-// differsUnder lists the scenarios under which row's verdict is not st's expected one, and how
-// many of row's cells were judged: a skipped cell, or one without a verdict, is like any.
-func differsUnder(st *steps.Step, row []cell) (diff []string, judged int) {
-	for _, c := range row {
-		if c.Skipped != "" || len(c.Unjudged) > 0 {
-			continue
-		}
-		judged++
-		want := slices.Clone(st.Expect[steps.Scenario(c.Scenario)])
-		got := slices.Clone(c.Violations)
-		slices.Sort(want)
-		slices.Sort(got)
-		if !slices.Equal(want, got) {
-			diff = append(diff, c.Scenario)
-		}
-	}
-	return diff, judged
 }
 
 // runLearnerLab builds the lab with p laid over it and runs that lab with args, its output going
 // to stdout and stderr: its exit status is the command's. Ctrl-C reaches both (one process
 // group); a SIGTERM to this process is passed on. Either way the build is removed.
-func runLearnerLab(p *learnerPkg, nodes int, args []string, stdout, stderr io.Writer) error {
+func runLearnerLab(p *grading.Pkg, nodes int, args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tmp, err := os.MkdirTemp("", "lockstep-grade-")
@@ -335,8 +287,8 @@ func runLearnerLab(p *learnerPkg, nodes int, args []string, stdout, stderr io.Wr
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	fmt.Fprintf(stderr, "lab: building the lab with %s (go build; the first time takes a while)…\n", p.rel)
-	bin, err := buildWithLearner(ctx, p, labOverlay(p, nodes), tmp)
+	fmt.Fprintf(stderr, "lab: building the lab with %s (go build; the first time takes a while)…\n", p.Rel)
+	bin, err := grading.Build(ctx, p, grading.LabOverlay(p, nodes), tmp)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &childExit{code: 130}
@@ -357,114 +309,7 @@ func runLearnerLab(p *learnerPkg, nodes int, args []string, stdout, stderr io.Wr
 	case ctx.Err() != nil:
 		return &childExit{code: 130}
 	}
-	return fmt.Errorf("running the lab built with %s: %w", p.rel, err)
-}
-
-// overlay is one generated file laid over a package of this module for a build (go build or go
-// test -c -overlay): the learner's package reaches the lab through it.
-type overlay struct {
-	pkg  string   // the package's folder from the module's root: "lab", "internal/matrix"
-	name string   // the file's name; no file of the package may take it
-	code string   // its source
-	args []string // the go command that builds it, "-overlay FILE -o BIN" added
-	what string   // what is built, for an error: "the lab", "the grader"
-}
-
-// labOverlay registers p's package as the terminal lab's last step (registerLearner), for -dir.
-func labOverlay(p *learnerPkg, nodes int) overlay {
-	order, src := "nil", "nil"
-	if p.hasOrder {
-		order = "yourlock.Order"
-	}
-	if p.hasSource {
-		src = "yourlock.Source"
-	}
-	return overlay{pkg: "lab", name: "zz_learner_overlay.go", args: []string{"build"}, what: "the lab", code: fmt.Sprintf(`// Code generated by lab -dir; DO NOT EDIT.
-
-package main
-
-import yourlock %q
-
-func init() {
-	registerLearner(%q, %q, %d, yourlock.New, %s, %s)
-}
-`, p.importPath, p.abs, p.rel, nodes, order, src)}
-}
-
-// graderOverlay hands p's package to internal/matrix's TestGrade, for grade.
-func graderOverlay(p *learnerPkg, nodes int) overlay {
-	order := "steps.DefaultOrder"
-	if p.hasOrder {
-		order = "yourlock.Order"
-	}
-	return overlay{pkg: "internal/matrix", name: "zz_learner_overlay_test.go", args: []string{"test", "-c"}, what: "the grader", code: fmt.Sprintf(`// Code generated by lab grade; DO NOT EDIT.
-
-package matrix_test
-
-import (
-	"github.com/lockstep-lab/lockstep/steps"
-	yourlock %q
-)
-
-func init() {
-	learner = &steps.Step{Slug: %q, Side: true, Nodes: %d, New: yourlock.New, Order: %s}
-	learnerPkg = %q
-}
-`, p.importPath, p.rel, nodes, order, p.importPath)}
-}
-
-// buildWithLearner builds ov's package with ov's file laid over it into dir, and returns the
-// binary. An error in p's package (or in how its New or Order meet the lab) is bad input, in one
-// line. Hazard: it links a whole binary (seconds with a warm build cache, minutes on a cold one).
-func buildWithLearner(ctx context.Context, p *learnerPkg, ov overlay, dir string) (string, error) {
-	gen := filepath.Join(dir, ov.name)
-	if err := os.WriteFile(gen, []byte(ov.code), 0o644); err != nil {
-		return "", err
-	}
-	target := filepath.Join(p.root, filepath.FromSlash(ov.pkg), ov.name)
-	spec, err := json.Marshal(map[string]any{"Replace": map[string]string{target: gen}})
-	if err != nil {
-		return "", err
-	}
-	specFile := filepath.Join(dir, "overlay.json")
-	if err := os.WriteFile(specFile, spec, 0o644); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "bin")
-	args := append(slices.Clone(ov.args), "-overlay", specFile, "-o", bin, "./"+ov.pkg)
-	cmd := exec.CommandContext(ctx, goTool(), args...)
-	cmd.Dir = p.root
-	// The overlay names the package by p.root, symbolic links resolved: go must see the same path.
-	cmd.Env = append(os.Environ(), "PWD="+p.root)
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		return bin, nil
-	}
-	if ctx.Err() != nil {
-		return "", ctx.Err()
-	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "FAIL") {
-			lines = append(lines, relError(strings.TrimSpace(l), p.root))
-		}
-	}
-	msg := firstOfLines(strings.Join(lines, "\n"))
-	switch {
-	case strings.Contains(string(out), ov.name):
-		return "", usageError("%s's New or Order does not fit the lab (%s or %s): %s", p.rel, wantNew, wantOrder, msg)
-	case strings.Contains(string(out), p.rel+"/"), strings.Contains(string(out), p.importPath):
-		return "", usageError("%s does not build: %s; go build ./%s shows every error", p.rel, msg, p.rel)
-	}
-	return "", fmt.Errorf("go %s of %s with %s: %v: %s", ov.args[0], ov.what, p.rel, err, msg)
-}
-
-// goTool is the go command: the one on PATH, else the one of the toolchain that built the lab.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return fmt.Errorf("running the lab built with %s: %w", p.Rel, err)
 }
 
 // dirFlag takes -dir DIR (and -nodes N) out of the terminal lab's arguments: ok when -dir was
@@ -504,7 +349,7 @@ func dirCmd(dir string, nodes int, rest []string, stdout, stderr io.Writer) erro
 			return tuiCmd(rest, stdout, stderr)
 		}
 	}
-	p, err := inspectLearner(dir)
+	p, err := grading.Inspect(dir)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lockstep-lab/lockstep/lab/grading"
 	"io"
 	"os"
 	"os/signal"
@@ -24,7 +25,7 @@ import (
 )
 
 // errUsage marks an error caused by bad input: exit status 2.
-var errUsage = errors.New("usage")
+var errUsage = grading.ErrUsage
 
 func main() {
 	defer redisenv.CloseAll()

@@ -31,7 +31,7 @@ type pageData struct {
 	Styles    []pageStyle `json:"styles"`
 	Scenarios []string    `json:"-"`
 	Rows      []pageRow   `json:"-"`
-	Like      string      `json:"-"` // grade: which step the learner's row is (likeStep)
+	Like      string      `json:"-"` // grade: which step the learner's row is (grading.Like)
 	Title     string      `json:"-"`
 	Backend   string      `json:"-"`
 	Played    string      `json:"-"`

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockstep-lab/lockstep/lab/grading"
 	"html/template"
 	"io"
 	"os"
@@ -208,7 +209,7 @@ func gradePage(slug string, row []cell, played string) pageData {
 		return d
 	}
 	d.Rows[0].Mine, d.Rows[0].Note = true, "your lock"
-	d.Like = likeStep(catalog.Steps, row)
+	d.Like = grading.Like(catalog.Steps, row, learner)
 	type near struct {
 		st   *steps.Step
 		diff []string
@@ -218,7 +219,7 @@ func gradePage(slug string, row []cell, played string) pageData {
 		if st.Expect == nil {
 			continue
 		}
-		diff, _ := differsUnder(st, row)
+		diff, _ := grading.DiffersUnder(st, row)
 		all = append(all, near{st, diff})
 	}
 	slices.SortStableFunc(all, func(a, b near) int { return len(a.diff) - len(b.diff) })

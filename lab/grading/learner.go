@@ -1,4 +1,9 @@
-package main
+// Package grading is what lab grade and lab -dir need of a learner's lock package before any
+// scenario is played: checking it from its source (Inspect), laying a generated file over a
+// package of this module that imports it (Overlay), and building that (Build); and, after, which
+// step's row a learner's row is like (Like, DiffersUnder). Its errors about the learner's input
+// wrap ErrUsage: the lab exits 2 on them.
+package grading
 
 import (
 	"errors"
@@ -13,35 +18,35 @@ import (
 	"strings"
 )
 
-// modulePath is this module's path: a learner's package must live inside it, so that the lab can
+// ModulePath is this module's path: a learner's package must live inside it, so that the lab can
 // import it without an edit to go.mod.
-const modulePath = "github.com/lockstep-lab/lockstep"
+const ModulePath = "github.com/lockstep-lab/lockstep"
 
 // The signatures the lab needs, as a learner reads them in an error.
 const (
-	wantNew   = "func New(steps.Proc) steps.Locker"
-	wantOrder = "func Order(context.Context, steps.Locker, steps.Shop) error"
+	WantNew   = "func New(steps.Proc) steps.Locker"
+	WantOrder = "func Order(context.Context, steps.Locker, steps.Shop) error"
 )
 
-// learnerPkg is a learner's lock package, checked from its source: where it is and what it
+// Pkg is a learner's lock package, checked from its source: where it is and what it
 // exports.
-type learnerPkg struct {
-	abs        string // its folder, absolute, symbolic links resolved
-	root       string // the module's folder
-	rel        string // its folder from root, with slashes: "steps/mine"
-	importPath string // modulePath + "/" + rel
-	name       string // its package name
-	hasOrder   bool   // it exports its own order handler
-	hasSource  bool   // it exports Source, an embed.FS of its files (as every step does)
-	readsNodes bool   // its code reads a Nodes field (Proc.Nodes): it may want -nodes
+type Pkg struct {
+	Abs        string // its folder, absolute, symbolic links resolved
+	Root       string // the module's folder
+	Rel        string // its folder from root, with slashes: "steps/mine"
+	ImportPath string // ModulePath + "/" + rel
+	Name       string // its package name
+	HasOrder   bool   // it exports its own order handler
+	HasSource  bool   // it exports Source, an embed.FS of its files (as every step does)
+	ReadsNodes bool   // its code reads a Nodes field (Proc.Nodes): it may want -nodes
 }
 
-// inspectLearner checks, from the source alone, that dir holds a Go package of this module that
+// Inspect checks, from the source alone, that dir holds a Go package of this module that
 // exports New and, if it has one, Order with the signatures the catalog's steps have. Every error
 // is bad input, in one line that says what is wrong. Hazard: it reads the syntax, not the types
 // (no build happens here): a signature spelled through a type alias is refused, and the build
 // that follows is what checks everything else.
-func inspectLearner(dir string) (*learnerPkg, error) {
+func Inspect(dir string) (*Pkg, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -62,8 +67,8 @@ func inspectLearner(dir string) (*learnerPkg, error) {
 	if err != nil {
 		return nil, usageError("%s: %v", dir, err)
 	}
-	if mod != modulePath {
-		return nil, usageError("%s is in module %s, not in lockstep's (%s): copy your folder under steps/", dir, mod, modulePath)
+	if mod != ModulePath {
+		return nil, usageError("%s is in module %s, not in lockstep's (%s): copy your folder under steps/", dir, mod, ModulePath)
 	}
 	rel, err := filepath.Rel(root, abs)
 	if err != nil {
@@ -78,7 +83,7 @@ func inspectLearner(dir string) (*learnerPkg, error) {
 			return nil, usageError("%s: Go ignores folders named testdata or starting with . or _ (%q): rename it", dir, el)
 		}
 	}
-	p := &learnerPkg{abs: abs, root: root, rel: rel, importPath: modulePath + "/" + rel}
+	p := &Pkg{Abs: abs, Root: root, Rel: rel, ImportPath: ModulePath + "/" + rel}
 	bp, err := build.ImportDir(abs, 0)
 	var noGo *build.NoGoError
 	var multi *build.MultiplePackageError
@@ -88,10 +93,10 @@ func inspectLearner(dir string) (*learnerPkg, error) {
 	case errors.As(err, &multi):
 		return nil, usageError("%s holds several packages (%s in %s, %s in %s): one folder, one package", dir, multi.Packages[0], multi.Files[0], multi.Packages[1], multi.Files[1])
 	case err != nil:
-		return nil, usageError("%s: %v", dir, firstOfLines(err.Error()))
+		return nil, usageError("%s: %v", dir, FirstOfLines(err.Error()))
 	}
-	p.name = bp.Name
-	if p.name == "main" {
+	p.Name = bp.Name
+	if p.Name == "main" {
 		return nil, usageError("%s is package main: a lock is a library package (every step's is package lock)", dir)
 	}
 	fset := token.NewFileSet()
@@ -99,7 +104,7 @@ func inspectLearner(dir string) (*learnerPkg, error) {
 	for _, name := range bp.GoFiles {
 		f, err := parser.ParseFile(fset, filepath.Join(abs, name), nil, parser.SkipObjectResolution)
 		if err != nil {
-			return nil, usageError("%s does not parse: %s", dir, firstOfLines(relError(err.Error(), root)))
+			return nil, usageError("%s does not parse: %s", dir, FirstOfLines(RelError(err.Error(), root)))
 		}
 		files = append(files, f)
 	}
@@ -123,11 +128,11 @@ func inspectLearner(dir string) (*learnerPkg, error) {
 					for _, name := range specNames(s) {
 						switch name {
 						case "New":
-							return nil, usageError("%s: New is a %s; the lab needs %s", dir, d.Tok, wantNew)
+							return nil, usageError("%s: New is a %s; the lab needs %s", dir, d.Tok, WantNew)
 						case "Order":
-							return nil, usageError("%s: Order is a %s; the lab needs %s, or no Order at all", dir, d.Tok, wantOrder)
+							return nil, usageError("%s: Order is a %s; the lab needs %s, or no Order at all", dir, d.Tok, WantOrder)
 						case "Source":
-							p.hasSource = p.hasSource || isEmbedFS(f, s)
+							p.HasSource = p.HasSource || isEmbedFS(f, s)
 						}
 					}
 				}
@@ -135,22 +140,22 @@ func inspectLearner(dir string) (*learnerPkg, error) {
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			if s, ok := n.(*ast.SelectorExpr); ok && s.Sel.Name == "Nodes" {
-				p.readsNodes = true
+				p.ReadsNodes = true
 			}
 			return true
 		})
 	}
 	if newFn == nil {
-		return nil, usageError("%s (package %s) exports no New: the lab needs %s, and optionally %s", dir, p.name, wantNew, wantOrder)
+		return nil, usageError("%s (package %s) exports no New: the lab needs %s, and optionally %s", dir, p.Name, WantNew, WantOrder)
 	}
 	if !sigIs(newFile, newFn, []qualName{{"steps", "Proc"}}, []qualName{{"steps", "Locker"}}) {
-		return nil, usageError("%s: New is %s; the lab needs %s", dir, renderSig(fset, newFn), wantNew)
+		return nil, usageError("%s: New is %s; the lab needs %s", dir, renderSig(fset, newFn), WantNew)
 	}
 	if order != nil {
 		if !sigIs(orderFile, order, []qualName{{"context", "Context"}, {"steps", "Locker"}, {"steps", "Shop"}}, []qualName{{"", "error"}}) {
-			return nil, usageError("%s: Order is %s; the lab needs %s, or no Order at all (then the lab's steps.DefaultOrder is the handler)", dir, renderSig(fset, order), wantOrder)
+			return nil, usageError("%s: Order is %s; the lab needs %s, or no Order at all (then the lab's steps.DefaultOrder is the handler)", dir, renderSig(fset, order), WantOrder)
 		}
-		p.hasOrder = true
+		p.HasOrder = true
 	}
 	return p, nil
 }
@@ -177,7 +182,7 @@ func moduleOf(dir string) (root, mod string, err error) {
 // type has no package ("", "error").
 type qualName struct{ pkg, name string }
 
-var qualPaths = map[string]string{"steps": modulePath + "/steps", "context": "context"}
+var qualPaths = map[string]string{"steps": ModulePath + "/steps", "context": "context"}
 
 // sigIs tells whether fn, a function of f, is generic-free and takes exactly params and returns
 // exactly results, however the file names its imports.
@@ -285,16 +290,24 @@ func renderSig(fset *token.FileSet, fn *ast.FuncDecl) string {
 	return strings.Join(strings.Fields(b.String()), " ")
 }
 
-// relError shortens the absolute paths under root in a compiler's or parser's message.
-func relError(msg, root string) string {
+// RelError shortens the absolute paths under root in a compiler's or parser's message.
+func RelError(msg, root string) string {
 	return strings.ReplaceAll(msg, root+string(filepath.Separator), "")
 }
 
-// firstOfLines keeps the first line of msg and says how many more there were.
-func firstOfLines(msg string) string {
+// FirstOfLines keeps the first line of msg and says how many more there were.
+func FirstOfLines(msg string) string {
 	lines := strings.Split(strings.TrimSpace(msg), "\n")
 	if len(lines) == 1 {
 		return lines[0]
 	}
 	return fmt.Sprintf("%s (and %d more lines)", lines[0], len(lines)-1)
+}
+
+// ErrUsage marks an error caused by bad input (the lab's exit status 2).
+var ErrUsage = errors.New("usage")
+
+// usageError wraps a message as bad input.
+func usageError(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrUsage}, a...)...)
 }
