@@ -155,11 +155,6 @@ func (a *arena) apply(e sim.Event) {
 	a.hist.add(e, a)
 }
 
-// isScript reports whether a command runs a script or a function on the server.
-func isScript(name string) bool {
-	return strings.HasPrefix(name, "EVAL") || strings.HasPrefix(name, "FCALL")
-}
-
 // fold folds one event into the picture.
 func (a *arena) fold(e sim.Event) {
 	if e.At > a.last {
@@ -186,17 +181,17 @@ func (a *arena) fold(e sim.Event) {
 			l.mark(b, 'o')
 		case c.Name == "DEL" && c.OnLock:
 			l.mark(b, 'D')
-		case isScript(c.Name) && e.Buyer != a.owner && l.waiting && !l.inside:
+		case c.Script && e.Buyer != a.owner && l.waiting && !l.inside:
 			// a waiter's Lua lock attempt (steps 10+): counted as one more try, as SET NX is
 			if c := l.at(b); c != nil && c.spins < 1<<15 {
 				c.spins++
 			}
-		case c.In == "unlock" && isScript(c.Name):
+		case c.In == "unlock" && c.Script:
 			l.mark(b, 'U')
-		case c.In == "" && isScript(c.Name):
+		case c.In == "" && c.Script:
 			l.mark(b, 'P') // a script outside Lock and Unlock: a renewal
 			a.renewed(e)
-		case isScript(c.Name):
+		case c.Script:
 			l.mark(b, 'L')
 			a.renewed(e) // a Lua lock that re-enters (or a renewal in a call the referee lost): the owner was alive
 		case c.Name == "PEXPIRE" || c.Name == "EXPIRE":

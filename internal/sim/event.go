@@ -94,6 +94,8 @@ type Command struct {
 	// watchdog's renewal, a handler's own command). Hazard: a script's name says nothing of what
 	// it does, so a lock script and an unlock script look alike but for In.
 	In string
+	// Script: the first command runs a script or a function on the server (EVAL…, FCALL…).
+	Script bool
 	// Label names the commands the way the timeline shows them: "SET NX lock", "GET stock",
 	// "EVALSHA lock @2"; a pipeline's are joined with " + ". Long is how Words says them: a
 	// node by its name ("EVALSHA lock on lock-2").
@@ -118,7 +120,7 @@ func commandOf(cmds []Cmd, node, call int, r *Referee) *Command {
 	if len(cmds) == 0 {
 		return nil
 	}
-	c := &Command{Name: strings.ToUpper(cmds[0].Name), Node: node}
+	c := &Command{Name: strings.ToUpper(cmds[0].Name), Node: node, Script: isScript(cmds[0].Name)}
 	if rc := r.calls[call]; rc != nil {
 		c.In = map[bool]string{true: callLock, false: callUnlock}[rc.lock]
 	}
@@ -152,7 +154,7 @@ func commandOf(cmds []Cmd, node, call int, r *Referee) *Command {
 	}
 	c.Label = strings.Join(parts, " + ")
 	c.Long = strings.Join(long, " + ")
-	if isScript(c.Name) { // which script it is, by the call it ran in
+	if c.Script { // which script it is, by the call it ran in
 		switch c.In {
 		case callLock:
 			c.Label, c.Long = c.Label+" in Lock", c.Long+", in its Lock"
