@@ -34,15 +34,7 @@ func loadRecorded(t *testing.T, m *model) {
 	if *record {
 		recordRun(t)
 	}
-	f, err := os.Open(recordedFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := sim.ReadHistory(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := loadHistory(t, recordedFile)
 	var events []sim.Event
 	ref := sim.NewReferee(*h, func(e sim.Event) { events = append(events, e) })
 	for _, rec := range h.Records {

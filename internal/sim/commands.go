@@ -59,31 +59,10 @@ var cannotDelete = map[string]bool{
 // change keys it does not name) and is not a command that cannot. Hazard: it errs on the side of
 // "may", so an unknown command can be blamed; the referee only blames what its watcher saw happen.
 func mayDelete(cmd redis.Cmder, key string) bool {
-	name := cmd.Name()
-	if !keyless[name] && !touches(cmd, key) {
+	if !keyless[cmd.Name()] && !touches(cmd, key) {
 		return false
 	}
-	if cannotDelete[name] {
-		return false
-	}
-	args := cmd.Args()
-	switch name {
-	case "set":
-		// SET … NX only creates; with XX, GET or neither it can replace.
-		for _, a := range args[3:] {
-			if s, ok := a.(string); ok && strings.EqualFold(s, "nx") {
-				return false
-			}
-		}
-	case "expire", "pexpire":
-		// A positive timeout only moves the expiry; zero or less deletes the key.
-		if len(args) >= 3 {
-			if n, ok := intArg(args[2]); ok && n > 0 {
-				return false
-			}
-		}
-	}
-	return true
+	return deleting(cmd)
 }
 
 // namesAny reports whether any of cmds names one of keys (without the prefix).
@@ -148,12 +127,14 @@ func deleting(cmd redis.Cmder) bool {
 	args := cmd.Args()
 	switch cmd.Name() {
 	case "set":
+		// SET … NX only creates; with XX, GET or neither it can replace.
 		for _, a := range args[3:] {
 			if s, ok := a.(string); ok && strings.EqualFold(s, "nx") {
 				return false
 			}
 		}
 	case "expire", "pexpire":
+		// A positive timeout only moves the expiry; zero or less deletes the key.
 		if len(args) >= 3 {
 			if n, ok := intArg(args[2]); ok && n > 0 {
 				return false
