@@ -24,16 +24,15 @@ type embListener struct {
 	m      *miniredis.Miniredis
 	sub    *miniredis.Subscriber
 	prefix string
-	pat    string
 	ask    chan chan []Message
 	stop   chan struct{}
 	done   sync.WaitGroup
 }
 
 func newEmbListener(m *miniredis.Miniredis, prefix string) *embListener {
-	l := &embListener{m: m, sub: m.NewSubscriber(), prefix: prefix, pat: "*",
+	l := &embListener{m: m, sub: m.NewSubscriber(), prefix: prefix,
 		ask: make(chan chan []Message), stop: make(chan struct{})}
-	l.sub.Psubscribe(l.pat)
+	l.sub.Psubscribe("*")
 	l.done.Add(1)
 	go l.listen()
 	return l
@@ -68,7 +67,7 @@ func (l *embListener) drain() []Message {
 }
 
 func (l *embListener) close() {
-	l.sub.Punsubscribe(l.pat)
+	l.sub.Punsubscribe("*")
 	close(l.stop)
 	l.done.Wait()
 }

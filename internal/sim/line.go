@@ -60,6 +60,9 @@ func (r *Referee) lines(rec Record) {
 		for _, it := range after {
 			now = append(now, who[it])
 		}
+		if kc.Gone() {
+			delete(r.listed, nk) // a list made again starts afresh
+		}
 		if slices.Equal(was, now) {
 			continue
 		}
