@@ -62,12 +62,29 @@ func snapshotAll(t *testing.T, ctx context.Context, c *redis.Client) map[string]
 }
 
 // TestURLLeavesOtherKeysAlone runs the arena on the url backend against a server that holds
-// someone else's keys, in the same database and in another one, and checks that after Close
-// those keys are byte-identical, their TTLs only ran down, and no "lockstep:" key is left.
+// someone else's keys, in the same database and in another one, and checks that every verdict is
+// the matrix's, that after Close those keys are byte-identical, their TTLs only ran down, and no
+// "lockstep:" key is left. It plays the server as a user runs it, with the default configuration
+// (no keyspace events: the poll watcher), and with keyspace events on (the notifying watcher).
 func TestURLLeavesOtherKeysAlone(t *testing.T) {
+	for _, events := range []string{"", "KEA"} {
+		name := "default config"
+		if events != "" {
+			name = "notify-keyspace-events " + events
+		}
+		t.Run(name, func(t *testing.T) { checkURLLeavesOtherKeysAlone(t, events) })
+	}
+}
+
+func checkURLLeavesOtherKeysAlone(t *testing.T, events string) {
 	srv := openServer(t)
 	addr := srv.InventoryOptions().Addr
 	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	if err := admin.ConfigSet(ctx, "notify-keyspace-events", events).Err(); err != nil {
+		t.Fatal(err)
+	}
 	db0 := redis.NewClient(&redis.Options{Addr: addr})
 	db3 := redis.NewClient(&redis.Options{Addr: addr, DB: 3})
 	defer db0.Close()
@@ -105,6 +122,9 @@ func TestURLLeavesOtherKeysAlone(t *testing.T) {
 				}
 				if !slices.Equal(rep.Violations, want) {
 					t.Errorf("%s under %s on the url backend: found %v, the matrix expects %v", slug, sc, rep.Violations, want)
+				}
+				if !rep.Complete() {
+					t.Errorf("%s under %s on the url backend: the referee could not judge %v: %v", slug, sc, rep.Unjudged, rep.Untracked)
 				}
 			}
 			// Leave more keys than one SCAN page behind, the way a run that died might.

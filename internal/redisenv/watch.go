@@ -82,9 +82,32 @@ type Watcher interface {
 // ends on the watcher's clock (zero: no expiry).
 type snapshot map[string]known
 
+// known is one key as a watcher read it. A watcher that reads a lease over the network (PTTL)
+// knows its end only within a window: the server answered at some moment between the read's
+// start and its reply, in whole milliseconds. deadline is the earliest the lease can end, latest
+// the last (zero: exactly deadline, as the embedded watcher reads it).
 type known struct {
 	v        Value
 	deadline time.Time
+	latest   time.Time
+}
+
+// end is the last moment the key's lease can end.
+func (k known) end() time.Time {
+	if k.latest.IsZero() {
+		return k.deadline
+	}
+	return k.latest
+}
+
+// sameLease reports whether a and b can be the same lease: both without expiry, or with windows
+// that meet. Hazard: a renewal within the window's width (a read's round trip) is taken for the
+// lease it renewed; that is the price of not calling the read's own jitter a change.
+func sameLease(a, b known) bool {
+	if a.deadline.IsZero() || b.deadline.IsZero() {
+		return a.deadline.IsZero() && b.deadline.IsZero()
+	}
+	return !a.end().Before(b.deadline) && !b.end().Before(a.deadline)
 }
 
 // diff lists the keys whose value differs between before and after, or whose lease ends at another
@@ -93,7 +116,7 @@ func diff(before, after snapshot) []KeyChange {
 	var out []KeyChange
 	for _, k := range unionKeys(before, after) {
 		b, a := before[k], after[k]
-		if b.v == a.v && b.deadline.Equal(a.deadline) {
+		if b.v == a.v && sameLease(b, a) {
 			continue
 		}
 		out = append(out, KeyChange{Key: k, Before: b.v, After: a.v})

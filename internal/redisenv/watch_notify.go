@@ -324,6 +324,7 @@ func readDumps(ctx context.Context, c *redis.Client, prefix string, keys []strin
 		}
 		return nil
 	})
+	replied := time.Now()
 	if err != nil && err != redis.Nil {
 		return nil, began, fmt.Errorf("redisenv: the referee cannot read the lock (DUMP, PTTL): %w", err)
 	}
@@ -333,9 +334,12 @@ func readDumps(ctx context.Context, c *redis.Client, prefix string, keys []strin
 		}
 		kn := known{v: Value{Exists: true, Print: "dump:" + dumps[i].Val()}}
 		// PTTL answers -1 (go-redis: -1ns) for a key without expiry, and 0 for one that
-		// expires within the millisecond: that one has a deadline, now.
+		// expires within the millisecond: that one has a deadline, now. The server read its
+		// clock between began and replied, and PTTL drops the part of a millisecond: the
+		// lease ends in that window, never exactly where one read reckons it.
 		if ttl := pttls[i].Val(); ttl >= 0 {
 			kn.deadline = began.Add(ttl)
+			kn.latest = replied.Add(ttl + time.Millisecond)
 		}
 		out[k] = kn
 	}
