@@ -6,14 +6,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // arena is what the lab knows about one session, built from its events only.
-type arena struct {
+type board struct {
 	scenario steps.Scenario // "" for live buyers
-	timing   sim.Timing
+	timing   history.Timing
 	res      time.Duration // one timeline column
 	lockKey  string
 	canFail  bool // the lock server has a replica
@@ -41,7 +42,7 @@ type arena struct {
 	read   bool
 	roster roster // live buyers: who orders, who was retired
 
-	hist      history // every event, with the picture after it (rewind.go)
+	hist      trail   // every event, with the picture after it (rewind.go)
 	rw        *rewind // the rewind cursor, while the learner walks the timeline
 	fenced    int     // writes the inventory refused for a stale fencing token
 	published int     // messages a command published (a lock's wake-up)
@@ -53,29 +54,29 @@ type arena struct {
 
 	// a canned run's outcome
 	done bool
-	rep  *sim.Report
+	rep  *referee.Report
 	err  error
 }
 
 // newArena is the picture of a session on a lock of nodes lock nodes (0 is one).
-func newArena(sc steps.Scenario, t sim.Timing, stock int, lockKey string, canFail bool, nodes int) *arena {
+func newArena(sc steps.Scenario, t history.Timing, stock int, lockKey string, canFail bool, nodes int) *board {
 	res := t.TTL / 20
 	if res <= 0 {
 		res = time.Millisecond
 	}
-	return &arena{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
+	return &board{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
 		initial: stock, shelf: stock, lock: newLane(0), inside: map[[2]int]bool{}, overlapLogged: map[[2]int]bool{},
 		viol: map[steps.Kind]string{}, violAt: map[steps.Kind]time.Duration{}, violWho: map[steps.Kind][]int{}, roster: roster{retired: map[int]bool{}},
 		nodes: make([]nodeView, max(nodes, 1)), loss: "failover"}
 }
 
-func (a *arena) bucket(d time.Duration) int64 { return int64(d / a.res) }
+func (a *board) bucket(d time.Duration) int64 { return int64(d / a.res) }
 
 // zoom redraws a finished scenario's lanes at the resolution that fits its whole run in cols
 // columns, from its events: a short break is not five columns at the left of a fixed axis, nor a
 // long one cut. Live buyers scroll instead; a run whose oldest events were dropped is left as it
 // is drawn.
-func (a *arena) zoom(cols int) {
+func (a *board) zoom(cols int) {
 	if !a.done || a.scenario == "" || cols == a.zoomed || a.last <= 0 || a.hist.base > 0 {
 		return
 	}
@@ -95,7 +96,7 @@ func (a *arena) zoom(cols int) {
 	}
 }
 
-func (a *arena) buyer(n int) *lane {
+func (a *board) buyer(n int) *lane {
 	for len(a.lanes) < n {
 		a.lanes = append(a.lanes, newLane(len(a.lanes)+1))
 	}
@@ -103,13 +104,13 @@ func (a *arena) buyer(n int) *lane {
 }
 
 // advance moves the arena's clock to now (a live session's time, between events).
-func (a *arena) advance(now time.Duration) {
+func (a *board) advance(now time.Duration) {
 	if now > a.now {
 		a.now = now
 	}
 }
 
-func (a *arena) logf(at time.Duration, format string, args ...any) {
+func (a *board) logf(at time.Duration, format string, args ...any) {
 	line := fmt.Sprintf("%6.2fs  ", at.Seconds()) + oneLine(fmt.Sprintf(format, args...))
 	if len(a.log) == logN {
 		copy(a.log, a.log[1:])
@@ -120,7 +121,7 @@ func (a *arena) logf(at time.Duration, format string, args ...any) {
 
 // setOverlap marks every buyer inside as overlapping while two or more orders are inside (two
 // orders of one buyer, a second request, count as two).
-func (a *arena) setOverlap(b int64) {
+func (a *board) setOverlap(b int64) {
 	many := len(a.inside) >= 2
 	for o := range a.inside {
 		l := a.buyer(o[0])
@@ -130,7 +131,7 @@ func (a *arena) setOverlap(b int64) {
 	}
 }
 
-func (a *arena) setOwner(n int, b int64) {
+func (a *board) setOwner(n int, b int64) {
 	if a.owner != 0 {
 		o := a.buyer(a.owner)
 		o.at(b)
@@ -150,13 +151,13 @@ func (a *arena) setOwner(n int, b int64) {
 }
 
 // apply folds one event into the picture, and keeps it for rewind.
-func (a *arena) apply(e sim.Event) {
+func (a *board) apply(e referee.Event) {
 	a.fold(e)
 	a.hist.add(e, a)
 }
 
 // fold folds one event into the picture.
-func (a *arena) fold(e sim.Event) {
+func (a *board) fold(e referee.Event) {
 	if e.At > a.last {
 		a.last = e.At
 	}
@@ -168,7 +169,7 @@ func (a *arena) fold(e sim.Event) {
 		l.at(b)
 	}
 	switch e.Kind {
-	case sim.EvCommand:
+	case referee.EvCommand:
 		a.commands++
 		c := e.Cmd
 		switch {
@@ -202,7 +203,7 @@ func (a *arena) fold(e sim.Event) {
 				c.spins++
 			}
 		}
-	case sim.EvStart:
+	case referee.EvStart:
 		l.under[e.Order] = true
 		if a.noLock { // no lock to wait for: the order is at work from the start
 			l.work[e.Order] = true
@@ -210,7 +211,7 @@ func (a *arena) fold(e sim.Event) {
 			l.order(e.Order, true, false)
 		}
 		l.touch(b)
-	case sim.EvEnter:
+	case referee.EvEnter:
 		if a.initial < 0 { // a scenario's stock is known from its first read
 			a.initial, a.shelf = e.Stock, e.Stock
 		}
@@ -218,33 +219,33 @@ func (a *arena) fold(e sim.Event) {
 		a.inside[[2]int{e.Buyer, e.Order}] = true
 		a.logf(e.At, "%s", e.Words())
 		a.setOverlap(b)
-	case sim.EvLine:
+	case referee.EvLine:
 		a.line = e.Line
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvPublish:
+	case referee.EvPublish:
 		if l != nil { // a probe's command (buyer 0) has no lane
 			l.mark(b, 'W')
 		}
 		a.published++
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvWrite:
+	case referee.EvWrite:
 		l.mark(b, 'S')
 		a.confirmed++
 		a.shelf = e.Stock
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvExit:
+	case referee.EvExit:
 		l.order(e.Order, false, false)
 		l.overlap = false
 		delete(a.inside, [2]int{e.Buyer, e.Order})
 		l.touch(b)
 		a.setOverlap(b)
-	case sim.EvRefused:
+	case referee.EvRefused:
 		// Lock answered false: the order stops waiting (it returns, or tries again later)
 		if l.waitO[e.Order] {
 			l.order(e.Order, false, false)
 			l.touch(b)
 		}
-	case sim.EvDone:
+	case referee.EvDone:
 		delete(l.under, e.Order)
 		delete(l.work, e.Order)
 		l.order(e.Order, false, false)
@@ -258,13 +259,13 @@ func (a *arena) fold(e sim.Event) {
 		if !(e.Err == "" && e.Sold) && !strings.Contains(e.Err, steps.ErrBusy.Error()) {
 			a.logf(e.At, "%s", e.Words())
 		}
-	case sim.EvWaiting:
+	case referee.EvWaiting:
 		// Live buyers wait all the time: only a scenario's waits are news, and a second
 		// request's, which waits for its own process's lock.
 		if e.Other == e.Buyer || a.scenario != "" {
 			a.logf(e.At, "%s", e.Words())
 		}
-	case sim.EvOverlap:
+	case referee.EvOverlap:
 		// The referee decides overlaps in the inventory's order, so this can come after both
 		// orders' marks; the first is said by its VIOLATION line, each other pair once.
 		pair := [2]int{min(e.Buyer, e.Other), max(e.Buyer, e.Other)}
@@ -272,34 +273,34 @@ func (a *arena) fold(e sim.Event) {
 			a.logf(e.At, "%s", e.Words())
 		}
 		a.overlapLogged[pair] = true
-	case sim.EvFenced:
+	case referee.EvFenced:
 		l.mark(b, markFenced)
 		a.fenced++
 		a.fenceBy = fmt.Sprintf("buyer %d's token %d < the highest seen", e.Buyer, e.Token)
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvPartitioned:
+	case referee.EvPartitioned:
 		l.cut = true
 		l.touch(b)
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvHealed:
+	case referee.EvHealed:
 		l.cut = false
 		l.touch(b)
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvRejected:
+	case referee.EvRejected:
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvAcquired, sim.EvReleased, sim.EvForeign, sim.EvExpired, sim.EvLost, sim.EvFailover, sim.EvRestart:
+	case referee.EvAcquired, referee.EvReleased, referee.EvForeign, referee.EvExpired, referee.EvLost, referee.EvFailover, referee.EvRestart:
 		a.lockEvent(e, b)
-	case sim.EvFault:
+	case referee.EvFault:
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvFrozen:
+	case referee.EvFrozen:
 		l.frozen = true
 		l.touch(b)
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvThawed:
+	case referee.EvThawed:
 		l.frozen = false
 		l.touch(b)
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvCrashed:
+	case referee.EvCrashed:
 		l.crashed, l.frozen, l.cut, l.holding = true, false, false, false
 		clear(l.waitO)
 		clear(l.under)
@@ -307,11 +308,11 @@ func (a *arena) fold(e sim.Event) {
 		l.order(0, false, false)
 		l.touch(b)
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvReentry:
+	case referee.EvReentry:
 		if !e.OK {
 			a.logf(e.At, "%s", e.Words())
 		}
-	case sim.EvViolation:
+	case referee.EvViolation:
 		a.see(e.Viol, e.Sentence, e.At, e.Buyer, e.Other)
 		if a.judged(e.Viol) {
 			a.logf(e.At, "%s", e.Words())
@@ -323,7 +324,7 @@ func (a *arena) fold(e sim.Event) {
 
 // see records kind k, announced with sentence s naming buyers who (0: nobody), the first
 // announcement of a kind kept.
-func (a *arena) see(k steps.Kind, s string, at time.Duration, who ...int) {
+func (a *board) see(k steps.Kind, s string, at time.Duration, who ...int) {
 	if _, ok := a.viol[k]; ok {
 		return
 	}
@@ -337,7 +338,7 @@ func (a *arena) see(k steps.Kind, s string, at time.Duration, who ...int) {
 }
 
 // finish takes a canned run's report: the referee's verdict replaces the live guesses.
-func (a *arena) finish(rep *sim.Report, err error) {
+func (a *board) finish(rep *referee.Report, err error) {
 	a.done, a.rep, a.err = true, rep, err
 	a.now = a.last
 	if rep == nil {

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -15,37 +17,37 @@ import (
 func TestFeedNeverBlocks(t *testing.T) {
 	f := newFeed(1)
 	for i := 0; i < 3*feedLimit; i++ {
-		f.push(sim.Event{Kind: sim.EvCommand, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
+		f.push(referee.Event{Kind: referee.EvCommand, Cmd: &referee.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 	}
-	f.push(sim.Event{Kind: sim.EvViolation, Viol: steps.Overlap})
+	f.push(referee.Event{Kind: referee.EvViolation, Viol: steps.Overlap})
 	f.close()
 	msg := f.next()().(feedMsg)
-	if !msg.done || msg.drops != 2*feedLimit || len(msg.items) != feedLimit+1 || msg.items[feedLimit].ev.Kind != sim.EvViolation {
+	if !msg.done || msg.drops != 2*feedLimit || len(msg.items) != feedLimit+1 || msg.items[feedLimit].ev.Kind != referee.EvViolation {
 		t.Fatalf("done %v, drops %d, kept %d", msg.done, msg.drops, len(msg.items))
 	}
-	f.push(sim.Event{Kind: sim.EvStart}) // after close: dropped, and no reader waits
+	f.push(referee.Event{Kind: referee.EvStart}) // after close: dropped, and no reader waits
 }
 
 // TestArenaTimeline checks the picture the events make: overlap, spin aggregation, crash and
 // frozen glyphs, and that a long session stays within the ring.
 func TestArenaTimeline(t *testing.T) {
-	tm := sim.DefaultTiming()
+	tm := history.DefaultTiming()
 	a := newArena("", tm, 10, "k", true, 1)
 	res := a.res
 	at := func(b int) time.Duration { return time.Duration(b) * res }
-	a.apply(sim.Event{At: at(0), Kind: sim.EvStart, Buyer: 1})
-	a.apply(sim.Event{At: at(0), Kind: sim.EvAcquired, Buyer: 1})
-	a.apply(sim.Event{At: at(0), Kind: sim.EvEnter, Buyer: 1, Stock: 10})
-	a.apply(sim.Event{At: at(1), Kind: sim.EvStart, Buyer: 2})
+	a.apply(referee.Event{At: at(0), Kind: referee.EvStart, Buyer: 1})
+	a.apply(referee.Event{At: at(0), Kind: referee.EvAcquired, Buyer: 1})
+	a.apply(referee.Event{At: at(0), Kind: referee.EvEnter, Buyer: 1, Stock: 10})
+	a.apply(referee.Event{At: at(1), Kind: referee.EvStart, Buyer: 2})
 	for i := 0; i < 1000; i++ { // buyer 2 spins: one glyph per column, not one per command
-		a.apply(sim.Event{At: at(1 + i/200), Kind: sim.EvCommand, Buyer: 2, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
+		a.apply(referee.Event{At: at(1 + i/200), Kind: referee.EvCommand, Buyer: 2, Cmd: &referee.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 	}
-	a.apply(sim.Event{At: at(6), Kind: sim.EvEnter, Buyer: 2, Stock: 10})
-	a.apply(sim.Event{At: at(8), Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "SET", Stock: true, Label: "SET stock", Long: "SET stock"}})
-	a.apply(sim.Event{At: at(8), Kind: sim.EvWrite, Buyer: 1, Stock: 9})
-	a.apply(sim.Event{At: at(8), Kind: sim.EvExit, Buyer: 1})
-	a.apply(sim.Event{At: at(9), Kind: sim.EvFrozen, Buyer: 2})
-	a.apply(sim.Event{At: at(11), Kind: sim.EvCrashed, Buyer: 2})
+	a.apply(referee.Event{At: at(6), Kind: referee.EvEnter, Buyer: 2, Stock: 10})
+	a.apply(referee.Event{At: at(8), Kind: referee.EvCommand, Buyer: 1, Cmd: &referee.Command{Name: "SET", Stock: true, Label: "SET stock", Long: "SET stock"}})
+	a.apply(referee.Event{At: at(8), Kind: referee.EvWrite, Buyer: 1, Stock: 9})
+	a.apply(referee.Event{At: at(8), Kind: referee.EvExit, Buyer: 1})
+	a.apply(referee.Event{At: at(9), Kind: referee.EvFrozen, Buyer: 2})
+	a.apply(referee.Event{At: at(11), Kind: referee.EvCrashed, Buyer: 2})
 	a.advance(at(12))
 	tl := timeline{a: a}
 	tl.SetSize(40, 4)
@@ -59,7 +61,7 @@ func TestArenaTimeline(t *testing.T) {
 	}
 	// A long session: the ring bounds memory, the lanes keep drawing.
 	for i := 0; i < 10*ringN; i++ {
-		a.apply(sim.Event{At: at(20 + i), Kind: sim.EvCommand, Buyer: 3, Cmd: &sim.Command{Name: "GET", Stock: true, Label: "GET stock", Long: "GET stock"}})
+		a.apply(referee.Event{At: at(20 + i), Kind: referee.EvCommand, Buyer: 3, Cmd: &referee.Command{Name: "GET", Stock: true, Label: "GET stock", Long: "GET stock"}})
 	}
 	if len(a.lanes) != 3 || len(a.log) > logN {
 		t.Fatalf("lanes %d, log %d", len(a.lanes), len(a.log))
@@ -73,44 +75,44 @@ func TestArenaTimeline(t *testing.T) {
 // an overlap on its own lane, the second waiting is said after it; a partition draws ┄ and says
 // it; the referee's later overlap pairs are logged once each, the first by its VIOLATION line.
 func TestSecondRequestAndPartition(t *testing.T) {
-	tm := sim.DefaultTiming()
+	tm := history.DefaultTiming()
 	a := newArena("", tm, 10, "k", true, 1)
 	at := func(b int) time.Duration { return time.Duration(b) * a.res }
-	ev := func(b int, k sim.EventKind, buyer, order int) {
-		a.apply(sim.Event{At: at(b), Kind: k, Buyer: buyer, Order: order, Stock: 10})
+	ev := func(b int, k referee.EventKind, buyer, order int) {
+		a.apply(referee.Event{At: at(b), Kind: k, Buyer: buyer, Order: order, Stock: 10})
 	}
 	tl := timeline{a: a}
 	tl.SetSize(40, 4)
-	ev(0, sim.EvStart, 1, 1)
-	ev(0, sim.EvAcquired, 1, 0)
-	ev(0, sim.EvEnter, 1, 1)
-	ev(2, sim.EvStart, 1, 2) // a second request: it waits (step 11) …
+	ev(0, referee.EvStart, 1, 1)
+	ev(0, referee.EvAcquired, 1, 0)
+	ev(0, referee.EvEnter, 1, 1)
+	ev(2, referee.EvStart, 1, 2) // a second request: it waits (step 11) …
 	a.advance(at(3))
 	if l := tl.View()[2]; !strings.HasPrefix(l, "b1    ███") || !strings.Contains(l, "█ +1 waits") {
 		t.Errorf("the second order waits: %q", l)
 	}
-	ev(4, sim.EvEnter, 1, 2) // … or walks in (step 10)
+	ev(4, referee.EvEnter, 1, 2) // … or walks in (step 10)
 	a.advance(at(5))
 	if l := tl.View()[2]; !strings.HasPrefix(l, "b1    ████▓") || !strings.Contains(l, "▓ 2 inside") {
 		t.Errorf("two orders of one buyer inside: %q", l)
 	}
-	ev(6, sim.EvExit, 1, 1)
-	ev(6, sim.EvDone, 1, 1)
+	ev(6, referee.EvExit, 1, 1)
+	ev(6, referee.EvDone, 1, 1)
 	a.advance(at(7))
 	if l := tl.View()[2]; !strings.Contains(l, "▓▓█") || !strings.HasSuffix(l, "█ inside") {
 		t.Errorf("the first order left, the second is inside alone: %q", l)
 	}
-	ev(8, sim.EvPartitioned, 1, 0)
+	ev(8, referee.EvPartitioned, 1, 0)
 	a.advance(at(10))
 	if l := tl.View()[2]; !strings.Contains(l, "█▒▒") || !strings.HasSuffix(l, "▒ in, cut off") {
 		t.Errorf("inside, cut off: %q", l)
 	}
-	ev(11, sim.EvExit, 1, 2) // a lease guard stops it (step 12)
+	ev(11, referee.EvExit, 1, 2) // a lease guard stops it (step 12)
 	a.advance(at(12))
 	if l := tl.View()[2]; !strings.Contains(l, "▒▒┄") || !strings.HasSuffix(l, "┄ cut off") {
 		t.Errorf("stopped, still cut off: %q", l)
 	}
-	ev(13, sim.EvHealed, 1, 0)
+	ev(13, referee.EvHealed, 1, 0)
 	a.advance(at(14))
 	if l := tl.View()[2]; !strings.HasSuffix(l, "┄┄═         ═ holds") {
 		t.Errorf("healed: %q", l)
@@ -122,10 +124,10 @@ func TestSecondRequestAndPartition(t *testing.T) {
 		}
 	}
 	said := "two orders of buyer 1 were both inside the critical section for 12 ms"
-	a.apply(sim.Event{At: at(13), Kind: sim.EvOverlap, Buyer: 1, Other: 1, Sentence: said})
-	a.apply(sim.Event{At: at(13), Kind: sim.EvViolation, Viol: steps.Overlap, Sentence: said})
-	a.apply(sim.Event{At: at(14), Kind: sim.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
-	a.apply(sim.Event{At: at(15), Kind: sim.EvOverlap, Buyer: 1, Other: 2, Sentence: "buyer 1 and buyer 2 were both inside"})
+	a.apply(referee.Event{At: at(13), Kind: referee.EvOverlap, Buyer: 1, Other: 1, Sentence: said})
+	a.apply(referee.Event{At: at(13), Kind: referee.EvViolation, Viol: steps.Overlap, Sentence: said})
+	a.apply(referee.Event{At: at(14), Kind: referee.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
+	a.apply(referee.Event{At: at(15), Kind: referee.EvOverlap, Buyer: 1, Other: 2, Sentence: "buyer 1 and buyer 2 were both inside"})
 	log = strings.Join(a.log, "\n")
 	if strings.Count(log, said) != 1 || strings.Count(log, "overlap: buyer 1 and buyer 2") != 1 {
 		t.Errorf("each overlapping pair once:\n%s", log)
@@ -146,10 +148,10 @@ func liveArena(t *testing.T, i int) *model {
 }
 
 // sell makes buyer n read stock `read` and write read-1 at time at.
-func sell(a *arena, at time.Duration, n, read int) {
-	a.apply(sim.Event{At: at, Kind: sim.EvEnter, Buyer: n, Stock: read})
-	a.apply(sim.Event{At: at, Kind: sim.EvWrite, Buyer: n, Stock: read - 1})
-	a.apply(sim.Event{At: at, Kind: sim.EvExit, Buyer: n})
+func sell(a *board, at time.Duration, n, read int) {
+	a.apply(referee.Event{At: at, Kind: referee.EvEnter, Buyer: n, Stock: read})
+	a.apply(referee.Event{At: at, Kind: referee.EvWrite, Buyer: n, Stock: read - 1})
+	a.apply(referee.Event{At: at, Kind: referee.EvExit, Buyer: n})
 }
 
 // TestViolationSentencesAreTheReferees: a violation's sentence is the referee's, as it said it,
@@ -159,13 +161,13 @@ func TestViolationSentencesAreTheReferees(t *testing.T) {
 	m := liveArena(t, 3)
 	a := m.ar
 	ms := time.Millisecond
-	a.apply(sim.Event{At: ms, Kind: sim.EvViolation, Viol: steps.LostSales, Sentence: "buyer 2 was turned away while 100 units were on the shelf"})
+	a.apply(referee.Event{At: ms, Kind: referee.EvViolation, Viol: steps.LostSales, Sentence: "buyer 2 was turned away while 100 units were on the shelf"})
 	for i := 0; i < 19; i++ { // 19 sold properly: 100 → 81
 		sell(a, ms*time.Duration(2+i), 1, 100-i)
 	}
 	sell(a, 300*ms, 3, 100) // a paused buyer's stale write: the shelf goes back to 99
 	const said = "20 orders confirmed but only 1 unit left the shelf: 19 oversold"
-	a.apply(sim.Event{At: 300 * ms, Kind: sim.EvViolation, Viol: steps.Oversold, Sentence: said})
+	a.apply(referee.Event{At: 300 * ms, Kind: referee.EvViolation, Viol: steps.Oversold, Sentence: said})
 	sell(a, 310*ms, 1, 99)
 	sell(a, 320*ms, 1, 81) // and a write from the old count: the shelf is at 80 again
 	v := m.View()
@@ -187,14 +189,14 @@ func TestFirstViolationAgreesWithInvariants(t *testing.T) {
 	m := liveArena(t, 6)
 	a := m.ar
 	for i := 0; i < 300; i++ {
-		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
+		a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvCommand, Buyer: 1, Cmd: &referee.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 	}
 	sell(a, 2*time.Millisecond, 1, 100)
 	if v := m.View(); strings.Contains(v, "✗ flood") || !strings.Contains(v, "no violation so far") {
 		t.Fatalf("a flood the referee did not announce:\n%s", v)
 	}
 	const said = "101 Redis commands and no order confirmed yet (limit 100 per order)"
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.Flood, Sentence: said})
+	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvViolation, Viol: steps.Flood, Sentence: said})
 	v := m.View()
 	if !strings.Contains(v, "✗ flood") || strings.Contains(v, "no violation so far") || !strings.Contains(v, said) {
 		t.Fatalf("flood:\n%s", v)
@@ -208,15 +210,15 @@ func TestUnjudgedKindsAreNotViolations(t *testing.T) {
 	defer m.shutdown()
 	press(m, "4")
 	m.scr = scrArena
-	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true, 1)
+	m.ar = newArena(steps.Slow, history.DefaultTiming(), -1, "k", true, 1)
 	a := m.ar
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Sentence: "buyer 3 was turned away while 2 units were on the shelf"})
+	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvViolation, Viol: steps.LostSales, Sentence: "buyer 3 was turned away while 2 units were on the shelf"})
 	v := m.View()
 	if !strings.Contains(v, "also seen (not judged by slow) lost-sales: buyer 3") || strings.Contains(v, "VIOLATION lost-sales") ||
 		!strings.Contains(v, "no violation so far") || !strings.Contains(v, "– lost-sales") {
 		t.Fatalf("an unjudged kind:\n%s", v)
 	}
-	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Overlap, Sentence: "buyer 1 and buyer 2 were both inside"})
+	a.apply(referee.Event{At: 2 * time.Millisecond, Kind: referee.EvViolation, Viol: steps.Overlap, Sentence: "buyer 1 and buyer 2 were both inside"})
 	v = m.View()
 	if !strings.Contains(v, "VIOLATION overlap") || !strings.Contains(v, "first violation, at 0s: buyer 1 and buyer 2") || !strings.Contains(v, "✗ overlap") {
 		t.Fatalf("a judged kind:\n%s", v)
@@ -231,10 +233,10 @@ func TestNoVerdictOnPartialEvidence(t *testing.T) {
 	defer m.shutdown()
 	press(m, "5")
 	m.scr = scrArena
-	m.ar = newArena(steps.UnlockRace, sim.DefaultTiming(), -1, "k", true, 1)
+	m.ar = newArena(steps.UnlockRace, history.DefaultTiming(), -1, "k", true, 1)
 	const why = "the referee could not see what a command did to the lock on lock-A: NOPERM"
-	rep := &sim.Report{Scenario: "unlock-race", InitialStock: 3, FinalStock: 2, Confirmed: 1,
-		Untracked: []sim.Blind{{Kinds: []steps.Kind{steps.ForeignRelease}, What: why}},
+	rep := &referee.Report{Scenario: "unlock-race", InitialStock: 3, FinalStock: 2, Confirmed: 1,
+		Untracked: []referee.Blind{{Kinds: []steps.Kind{steps.ForeignRelease}, What: why}},
 		Unjudged:  []steps.Kind{steps.ForeignRelease}}
 	m.finishBreak(rep, nil)
 	v := strings.Join(strings.Fields(m.View()), " ")
@@ -247,10 +249,10 @@ func TestNoVerdictOnPartialEvidence(t *testing.T) {
 		t.Errorf("a ✓ on partial evidence:\n%s", m.View())
 	}
 	// what it found stands, beside what it could not see
-	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true, 1)
-	rep = &sim.Report{Scenario: "slow", InitialStock: 3, FinalStock: 2, Confirmed: 2, Oversold: 1,
+	m.ar = newArena(steps.Slow, history.DefaultTiming(), -1, "k", true, 1)
+	rep = &referee.Report{Scenario: "slow", InitialStock: 3, FinalStock: 2, Confirmed: 2, Oversold: 1,
 		Violations: []steps.Kind{steps.Overlap, steps.Oversold},
-		Explain: []sim.Finding{{Kind: steps.Overlap, Sentence: "buyer 1 and buyer 2 were both inside the critical section for 52 ms"},
+		Explain: []referee.Finding{{Kind: steps.Overlap, Sentence: "buyer 1 and buyer 2 were both inside the critical section for 52 ms"},
 			{Kind: steps.Oversold, Sentence: "2 orders confirmed but only 1 unit left the shelf: 1 oversold"}},
 		TimedOut: "the scenario ran past its deadline of 5s",
 		Unjudged: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRelease}}
@@ -274,9 +276,9 @@ func TestLogStaysInItsPlace(t *testing.T) {
 	m := liveArena(t, 2)
 	a := m.ar
 	for i := 0; i < 20; i++ {
-		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 1, Err: "boom\nline 2\nline 3\n"})
+		a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvDone, Buyer: 1, Err: "boom\nline 2\nline 3\n"})
 	}
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: 2, Sold: true, Err: "steps: lock is not held by this process"})
+	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvDone, Buyer: 2, Sold: true, Err: "steps: lock is not held by this process"})
 	m.msg = "the scenario failed: panic\ngoroutine 1\nmain.go:1"
 	for _, size := range [][2]int{{100, 30}, {80, 24}} {
 		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
@@ -298,7 +300,7 @@ func TestLogStaysInItsPlace(t *testing.T) {
 func TestCommandsPerOrderWithoutOrders(t *testing.T) {
 	m := liveArena(t, 1)
 	for i := 0; i < 4; i++ {
-		m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
+		m.ar.apply(referee.Event{At: time.Millisecond, Kind: referee.EvCommand, Buyer: 1, Cmd: &referee.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 	}
 	if s := m.ar.shopLine(100); !strings.Contains(s, "4 Redis cmds, no order yet") || strings.Contains(s, "cmds/order") {
 		t.Fatalf("no order: %q", s)
@@ -315,14 +317,14 @@ func TestCommandsPerOrderWithoutOrders(t *testing.T) {
 func TestStuckLive(t *testing.T) {
 	m := liveArena(t, 1)
 	a := m.ar
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 2})
-	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvDone, Buyer: 2, Err: "boom"})
-	a.setLock(lockReading{st: sim.LockState{Held: true, Owner: 2, TTL: -1}, at: 10 * a.timing.TTL})
+	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvAcquired, Buyer: 2})
+	a.apply(referee.Event{At: 2 * time.Millisecond, Kind: referee.EvDone, Buyer: 2, Err: "boom"})
+	a.setLock(lockReading{st: arena.LockState{Held: true, Owner: 2, TTL: -1}, at: 10 * a.timing.TTL})
 	if _, bad := a.violated(steps.Stuck); bad {
 		t.Fatalf("the lab judged stuck by itself:\n%s", m.View())
 	}
 	const said = "the lock is still held by buyer 2, whose order has ended, while 100 units are on the shelf: nobody can buy them"
-	a.apply(sim.Event{At: 3 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Stuck, Sentence: said})
+	a.apply(referee.Event{At: 3 * time.Millisecond, Kind: referee.EvViolation, Viol: steps.Stuck, Sentence: said})
 	if v := strings.Join(strings.Fields(m.View()), " "); !strings.Contains(v, "✗ stuck") || !strings.Contains(v, "first violation, at 0s: "+said) {
 		t.Fatalf("stuck:\n%s", m.View())
 	}

@@ -181,7 +181,7 @@ func (p *arenaPane) statusLines(w int) []string {
 
 // named are the buyers the first violation and the latest name, in order: the lanes the
 // timeline keeps in view.
-func (a *arena) named() []int {
+func (a *board) named() []int {
 	fk, lk := a.firstLatest()
 	if a.done && a.rep != nil && len(a.rep.Explain) > 0 {
 		fk = a.rep.Explain[0].Kind
@@ -291,7 +291,7 @@ var legendItems = [][]string{
 // legendLines packs the timeline's legend into lines of w columns: the lanes' glyphs first, then
 // the marks, in one flow. Work without a lock is explained only where no lock is taken, a refused
 // write only once one was refused.
-func legendLines(w int, a *arena) []string {
+func legendLines(w int, a *board) []string {
 	var out []string
 	cur := ""
 	for _, items := range legendItems {

@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -234,8 +235,8 @@ func readCmd(where, s string) (docCmd, error) {
 // fresh play each time after the first.
 type playMemo struct {
 	mu     sync.Mutex
-	orig   func(*steps.Step, steps.Scenario, string) (*sim.Report, error)
-	reps   map[string]*sim.Report
+	orig   func(*steps.Step, steps.Scenario, string) (*referee.Report, error)
+	reps   map[string]*referee.Report
 	errs   map[string]error
 	served map[string]bool // by the command running now
 }
@@ -247,7 +248,7 @@ func memoKey(st *steps.Step, sc steps.Scenario, backend string) string {
 	return st.Slug + "|" + string(sc) + "|" + backend
 }
 
-func (m *playMemo) play(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
+func (m *playMemo) play(st *steps.Step, sc steps.Scenario, backend string) (*referee.Report, error) {
 	k := memoKey(st, sc, backend)
 	m.mu.Lock()
 	rep, ok := m.reps[k]
@@ -261,7 +262,7 @@ func (m *playMemo) play(st *steps.Step, sc steps.Scenario, backend string) (*sim
 	rep, err = m.orig(st, sc, backend)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err == nil || errors.Is(err, sim.ErrCannotStage) {
+	if err == nil || errors.Is(err, arena.ErrCannotStage) {
 		m.reps[k], m.errs[k] = rep, err
 	}
 	m.served[k] = true
@@ -298,7 +299,7 @@ func TestDocumentedCommands(t *testing.T) {
 	}
 	docFilesDir = t.TempDir()
 	defer func() { docFilesDir = "" }()
-	memo := &playMemo{orig: play, reps: map[string]*sim.Report{}, errs: map[string]error{}}
+	memo := &playMemo{orig: play, reps: map[string]*referee.Report{}, errs: map[string]error{}}
 	play, docMemo = memo.play, memo
 	t.Cleanup(func() { play, docMemo = memo.orig, nil })
 	seen := map[string]string{}
@@ -447,7 +448,7 @@ func docClaims(t *testing.T, c docCmd, args []string, stdout, stderr string, too
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rep sim.Report
+		var rep referee.Report
 		if slices.Contains(args, "-json") {
 			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 				t.Fatalf("%s: -json printed no JSON report: %v", c.where, err)
@@ -455,10 +456,10 @@ func docClaims(t *testing.T, c docCmd, args []string, stdout, stderr string, too
 		} else if r := findReport(step, steps.Scenario(sc), backendOf(args)); r != nil {
 			rep = *r
 		}
-		replay := func() *sim.Report {
+		replay := func() *referee.Report {
 			r, err := docMemo.orig(step, steps.Scenario(sc), backendOf(args))
 			if err != nil {
-				return &sim.Report{Unjudged: []steps.Kind{"?"}}
+				return &referee.Report{Unjudged: []steps.Kind{"?"}}
 			}
 			return r
 		}
@@ -657,7 +658,7 @@ func confirm(t *testing.T, where, msg string, holds func() bool) {
 }
 
 // verdictCell is a report's cell as the matrix prints it.
-func verdictCell(rep *sim.Report) string {
+func verdictCell(rep *referee.Report) string {
 	switch {
 	case !rep.Complete():
 		return "?"
@@ -700,7 +701,7 @@ func backendOf(args []string) string {
 }
 
 // findReport is the report the memo holds for a cell a text command played.
-func findReport(st *steps.Step, sc steps.Scenario, backend string) *sim.Report {
+func findReport(st *steps.Step, sc steps.Scenario, backend string) *referee.Report {
 	if m := docMemo; m != nil {
 		m.mu.Lock()
 		defer m.mu.Unlock()

@@ -4,7 +4,7 @@ import (
 	"sync"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 )
 
 // feedLimit bounds a feed's queue: past it, Redis command events (the spinners' flood) are
@@ -21,7 +21,7 @@ type feed struct {
 	items  []feedItem
 	drops  int
 	closed bool
-	rep    *sim.Report // the scenario's report, when a canned run finished
+	rep    *referee.Report // the scenario's report, when a canned run finished
 	err    error
 	wake   chan struct{} // capacity 1: "something is queued"
 }
@@ -30,18 +30,18 @@ func newFeed(gen int) *feed { return &feed{gen: gen, wake: make(chan struct{}, 1
 
 // feedItem is an event, or a reading of the lock (lock != nil).
 type feedItem struct {
-	ev   sim.Event
+	ev   referee.Event
 	lock *lockReading
 }
 
 // push queues e; it is the arena's OnEvent and returns at once.
-func (f *feed) push(e sim.Event) {
+func (f *feed) push(e referee.Event) {
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
 		return
 	}
-	if len(f.items) >= feedLimit && e.Kind == sim.EvCommand {
+	if len(f.items) >= feedLimit && e.Kind == referee.EvCommand {
 		f.drops++
 	} else {
 		f.items = append(f.items, feedItem{ev: e})
@@ -70,7 +70,7 @@ func (f *feed) nudge() {
 }
 
 // finish records a canned run's outcome; the reader gets it after the run's last events.
-func (f *feed) finish(rep *sim.Report, err error) {
+func (f *feed) finish(rep *referee.Report, err error) {
 	f.mu.Lock()
 	f.rep, f.err = rep, err
 	f.mu.Unlock()
@@ -91,7 +91,7 @@ type feedMsg struct {
 	items []feedItem
 	drops int
 	done  bool // the feed is closed and drained: do not read it again
-	rep   *sim.Report
+	rep   *referee.Report
 	err   error
 }
 

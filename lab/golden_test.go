@@ -16,8 +16,10 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -35,13 +37,13 @@ func loadRecorded(t *testing.T, m *model) {
 		recordRun(t)
 	}
 	h := loadHistory(t, recordedFile)
-	var events []sim.Event
-	ref := sim.NewReferee(*h, func(e sim.Event) { events = append(events, e) })
+	var events []referee.Event
+	ref := referee.NewReferee(*h, func(e referee.Event) { events = append(events, e) })
 	for _, rec := range h.Records {
 		ref.Add(rec)
 	}
 	m.cur, m.scr, m.slow = 3, scrArena, 1
-	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "lockstep:5eed0000:"+sim.LockName, true, 1)
+	m.ar = newArena(steps.Slow, history.DefaultTiming(), -1, "lockstep:5eed0000:"+arena.LockName, true, 1)
 	for _, e := range events {
 		m.ar.apply(e)
 	}
@@ -56,14 +58,14 @@ func recordRun(t *testing.T) {
 	}
 	recordedOnce = true
 	st, _ := catalog.Find("04")
-	var rep *sim.Report
+	var rep *referee.Report
 	synctest.Test(t, func(t *testing.T) {
 		env, err := redisenv.Open("", redisenv.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer env.Close()
-		if rep, err = sim.Run(context.Background(), sim.Config{Step: st, Env: env}, steps.Slow); err != nil {
+		if rep, err = arena.Run(context.Background(), arena.Config{Step: st, Env: env}, steps.Slow); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -72,7 +74,7 @@ func recordRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := sim.WriteHistory(f, rep.History); err != nil {
+	if err := history.WriteHistory(f, rep.History); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -215,16 +217,16 @@ func BenchmarkView(b *testing.B) {
 	for i := 0; i < 20*20; i++ {
 		at := time.Duration(i) * t.TTL / 20
 		for n := 1; n <= 50; n++ {
-			a.apply(sim.Event{At: at, Kind: sim.EvStart, Buyer: n})
-			a.apply(sim.Event{At: at, Kind: sim.EvCommand, Buyer: n, Cmd: &sim.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
+			a.apply(referee.Event{At: at, Kind: referee.EvStart, Buyer: n})
+			a.apply(referee.Event{At: at, Kind: referee.EvCommand, Buyer: n, Cmd: &referee.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 		}
 		h := i%50 + 1
-		a.apply(sim.Event{At: at, Kind: sim.EvAcquired, Buyer: h})
-		a.apply(sim.Event{At: at, Kind: sim.EvEnter, Buyer: h, Stock: 5})
-		a.apply(sim.Event{At: at, Kind: sim.EvCommand, Buyer: h, Cmd: &sim.Command{Name: "GET", Stock: true, Label: "GET stock", Long: "GET stock"}})
-		a.apply(sim.Event{At: at, Kind: sim.EvWrite, Buyer: h, Stock: 4})
-		a.apply(sim.Event{At: at, Kind: sim.EvExit, Buyer: h})
-		a.apply(sim.Event{At: at, Kind: sim.EvReleased, Buyer: h})
+		a.apply(referee.Event{At: at, Kind: referee.EvAcquired, Buyer: h})
+		a.apply(referee.Event{At: at, Kind: referee.EvEnter, Buyer: h, Stock: 5})
+		a.apply(referee.Event{At: at, Kind: referee.EvCommand, Buyer: h, Cmd: &referee.Command{Name: "GET", Stock: true, Label: "GET stock", Long: "GET stock"}})
+		a.apply(referee.Event{At: at, Kind: referee.EvWrite, Buyer: h, Stock: 4})
+		a.apply(referee.Event{At: at, Kind: referee.EvExit, Buyer: h})
+		a.apply(referee.Event{At: at, Kind: referee.EvReleased, Buyer: h})
 	}
 	for _, size := range [][2]int{{100, 30}, {200, 80}} {
 		b.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(b *testing.B) {

@@ -8,7 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -129,7 +129,7 @@ func nextSpeed(cur float64, slower bool) float64 {
 }
 
 func speedText(slow float64) string {
-	t := sim.DefaultTiming().Scaled(slow)
+	t := history.DefaultTiming().Scaled(slow)
 	if slow == 1 {
 		return fmt.Sprintf("real pace, TTL %s", roundDur(t.TTL))
 	}

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -56,7 +57,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *save != "" {
-		if err := saveRuns(*save, []*sim.Report{rep}); err != nil {
+		if err := saveRuns(*save, []*referee.Report{rep}); err != nil {
 			return err
 		}
 	}
@@ -106,10 +107,10 @@ func coda(st *steps.Step, sc steps.Scenario, violations []steps.Kind) (lesson, n
 // play plays sc against st on a fresh env of backend: every headless command (run, matrix,
 // grade) plays its cells through it, so they judge alike. A bad backend name, or a topology the
 // backend cannot give, is the caller's input (exit 2); a backend that cannot start is the
-// machine's (exit 1); a scenario the backend cannot stage is sim.ErrCannotStage. It is a variable
+// machine's (exit 1); a scenario the backend cannot stage is arena.ErrCannotStage. It is a variable
 // so that the documentation's test can play a cell once for every command that shows it; hazard:
 // anything else that replaces it changes every verdict.
-var play = func(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
+var play = func(st *steps.Step, sc steps.Scenario, backend string) (*referee.Report, error) {
 	rep, err := matrix.Play(st, sc, backend, bubble)
 	if errors.Is(err, redisenv.ErrBadName) || errors.Is(err, redisenv.ErrSingleNode) {
 		return nil, usageError("%s: %w", st.Slug, err)
@@ -123,9 +124,9 @@ var play = func(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report,
 var bubble matrix.Bubble
 
 // runOnce plays sc against st on a fresh env of backend.
-func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*sim.Report, error) {
+func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*referee.Report, error) {
 	rep, err := play(st, sc, backend)
-	if errors.Is(err, sim.ErrCannotStage) {
+	if errors.Is(err, arena.ErrCannotStage) {
 		return nil, usageError("%s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
 	return rep, err

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -151,7 +151,7 @@ func TestJudgeSavedRuns(t *testing.T) {
 		}
 		h := r.History
 		for j := len(h.Records) - 1; j >= 0 && !cut; j-- {
-			if rec := h.Records[j]; rec.Kind == sim.RecCmd && rec.Buyer == 1 && len(rec.Cmds) == 1 && rec.Cmds[0].Name == "del" {
+			if rec := h.Records[j]; rec.Kind == history.RecCmd && rec.Buyer == 1 && len(rec.Cmds) == 1 && rec.Cmds[0].Name == "del" {
 				h.Records = append(h.Records[:j:j], h.Records[j+1:]...)
 				cut = true
 			}

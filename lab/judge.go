@@ -9,7 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -26,19 +27,19 @@ type savedRuns struct {
 
 // savedRun is one cell: where it was played, the verdict it earned, and its history.
 type savedRun struct {
-	Step       string         `json:"step"`
-	Scenario   string         `json:"scenario"`
-	Backend    string         `json:"backend"`
-	Violations []steps.Kind   `json:"violations"`
-	Unjudged   []steps.Kind   `json:"unjudged,omitempty"`
-	History    *sim.History   `json:"history"`
-	Others     []*sim.History `json:"others,omitempty"`
+	Step       string             `json:"step"`
+	Scenario   string             `json:"scenario"`
+	Backend    string             `json:"backend"`
+	Violations []steps.Kind       `json:"violations"`
+	Unjudged   []steps.Kind       `json:"unjudged,omitempty"`
+	History    *history.History   `json:"history"`
+	Others     []*history.History `json:"others,omitempty"`
 	// Played is when the run was played (RFC 3339, UTC); "" in a file written before it was kept.
 	Played string `json:"played,omitempty"`
 }
 
 // saveRuns writes the reports' runs to file.
-func saveRuns(file string, reps []*sim.Report) error {
+func saveRuns(file string, reps []*referee.Report) error {
 	out := savedOf(reps, time.Now())
 	var b bytes.Buffer
 	if err := json.NewEncoder(&b).Encode(out); err != nil {
@@ -52,7 +53,7 @@ func saveRuns(file string, reps []*sim.Report) error {
 
 // savedOf is the reports' runs as -save writes them, played at played; a report without a
 // history (a cell that could not end) has no run to save.
-func savedOf(reps []*sim.Report, played time.Time) savedRuns {
+func savedOf(reps []*referee.Report, played time.Time) savedRuns {
 	out := savedRuns{Lockstep: "runs"}
 	for _, r := range reps {
 		if r == nil || r.History == nil {
@@ -66,8 +67,8 @@ func savedOf(reps []*sim.Report, played time.Time) savedRuns {
 }
 
 // cellReports is the reports of cells that were played.
-func cellReports(cells []cell) []*sim.Report {
-	var out []*sim.Report
+func cellReports(cells []cell) []*referee.Report {
+	var out []*referee.Report
 	for _, c := range cells {
 		if c.Report != nil {
 			out = append(out, c.Report)
@@ -79,6 +80,26 @@ func cellReports(cells []cell) []*sim.Report {
 // readRuns reads a file of runs: what -save wrote, a report run -json printed, or a bare
 // history. Anything else is bad input, in one line.
 func readRuns(file string) ([]savedRun, error) {
+	runs, err := readRunsAsSaved(file)
+	for _, r := range runs {
+		withJudged(r.History)
+		for _, o := range r.Others {
+			withJudged(o)
+		}
+	}
+	return runs, err
+}
+
+// withJudged fills in the header of a history saved before histories carried what their scenario
+// judges: the scenario's sentence and kinds as they are today.
+func withJudged(h *history.History) {
+	if h == nil || h.Scenario == "" || h.Judged != nil {
+		return
+	}
+	h.What, h.Judged = steps.Describe[h.Scenario], steps.Judges[h.Scenario]
+}
+
+func readRunsAsSaved(file string) ([]savedRun, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, usageError("%v", err)
@@ -104,14 +125,14 @@ func readRuns(file string) ([]savedRun, error) {
 		}
 		return s.Runs, nil
 	case probe.History != nil:
-		var rep sim.Report
+		var rep referee.Report
 		if err := json.Unmarshal(b, &rep); err != nil || rep.History == nil {
 			return nil, usageError("%s: not a report with its history (lab run -json)", file)
 		}
 		return []savedRun{{Step: rep.Step, Scenario: rep.Scenario, Backend: rep.Backend, Violations: rep.Violations,
 			Unjudged: rep.Unjudged, History: rep.History, Others: rep.Others}}, nil
 	case probe.Records != nil:
-		h, err := sim.ReadHistory(bytes.NewReader(b))
+		h, err := history.ReadHistory(bytes.NewReader(b))
 		if err != nil {
 			return nil, usageError("%s: %v", file, err)
 		}
@@ -153,7 +174,7 @@ func judgeCmd(args []string, stdout, stderr io.Writer) error {
 		if r.History == nil {
 			return usageError("%s: a run of %s under %s has no history", file, r.Step, r.Scenario)
 		}
-		rep := sim.JudgeCell(r.History, r.Others)
+		rep := referee.JudgeCell(r.History, r.Others)
 		c := cell{Step: r.Step, Scenario: r.Scenario, Violations: rep.Violations, Explain: rep.Explain, Notes: rep.Notes, Report: rep}
 		if !rep.Complete() {
 			c.Unjudged, c.Why = rep.Unjudged, rep.Why()

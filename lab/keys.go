@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -87,7 +87,7 @@ type arenaKeys struct {
 	Back1, On1, First, Last      key.Binding // rewind (rewind.go)
 	Buyers, Speed, Rewind        key.Binding // footer shorthands
 	Code, Back                   key.Binding
-	faults                       map[sim.Fault]key.Binding
+	faults                       map[history.Fault]key.Binding
 }
 
 func newArenaKeys(g globalKeys) arenaKeys {
@@ -117,10 +117,10 @@ func newArenaKeys(g globalKeys) arenaKeys {
 		Code:       bind([]string{"tab", "c"}, "tab/c", "code"),
 		Back:       bind([]string{"esc"}, "esc", "back"),
 	}
-	k.faults = map[sim.Fault]key.Binding{
-		sim.FaultCrash: k.Crash, sim.FaultError: k.Error, sim.FaultSlow: k.Slow, sim.FaultPause: k.Pause,
-		sim.FaultUnlockRace: k.UnlockRace, sim.FaultFailover: k.Failover, sim.FaultReentrant: k.Nested,
-		sim.FaultPartition: k.Partition, sim.FaultSecond: k.Second,
+	k.faults = map[history.Fault]key.Binding{
+		history.FaultCrash: k.Crash, history.FaultError: k.Error, history.FaultSlow: k.Slow, history.FaultPause: k.Pause,
+		history.FaultUnlockRace: k.UnlockRace, history.FaultFailover: k.Failover, history.FaultReentrant: k.Nested,
+		history.FaultPartition: k.Partition, history.FaultSecond: k.Second,
 	}
 	return k
 }

@@ -8,14 +8,16 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 )
 
 // injectMsg is what a fault key did, with a reading of the lock taken right after it, so the
 // answer and the LOCK line describe the same moment.
 type injectMsg struct {
 	gen  int
-	f    sim.Fault
+	f    history.Fault
 	who  int
 	err  error
 	lock lockReading
@@ -25,10 +27,10 @@ type injectMsg struct {
 func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 	if f, ok := in.(injectFault); ok && m.ar != nil && m.ar.noLock {
 		switch f.f {
-		case sim.FaultFailover:
+		case history.FaultFailover:
 			m.msg = "failover: this step takes no lock, so there is no lock write to lose — nothing armed"
 			return nil
-		case sim.FaultPartition:
+		case history.FaultPartition:
 			m.msg = "partition: this step takes no lock, so there is no link to a lock server to cut — nothing armed"
 			return nil
 		}
@@ -63,7 +65,7 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 		}
 	case injectFault:
 		f := in.f
-		if m.ar.shelf <= 0 && f != sim.FaultFailover {
+		if m.ar.shelf <= 0 && f != history.FaultFailover {
 			m.msg = fmt.Sprintf("%s: the shelf is sold out, so nobody orders and nothing can be hit — r restocks", f)
 			return nil
 		}
@@ -85,7 +87,7 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 // inject plays fault f on the current holder; when nobody holds the lock (on the back-off steps
 // it sits free much of the time), it tries again for up to within, so a key pressed between two
 // holds hits the next holder. A stopped session is never hit.
-func (s *session) inject(f sim.Fault, within time.Duration) (int, error) {
+func (s *session) inject(f history.Fault, within time.Duration) (int, error) {
 	deadline := time.Now().Add(within)
 	for {
 		s.mu.Lock()
@@ -95,7 +97,7 @@ func (s *session) inject(f sim.Fault, within time.Duration) (int, error) {
 		}
 		who, err := s.live.Inject(f)
 		s.mu.Unlock()
-		if !errors.Is(err, sim.ErrNoHolder) || time.Now().After(deadline) {
+		if !errors.Is(err, arena.ErrNoHolder) || time.Now().After(deadline) {
 			return who, err
 		}
 		time.Sleep(within / 40)
@@ -118,12 +120,12 @@ func (m *model) injected(msg injectMsg) {
 	m.ar.setLock(msg.lock)
 	m.msg = injectAnswer(msg, m.ar.noLock, m.arenaP.keys.faults[msg.f].Help().Key)
 	m.after = nil
-	if msg.f == sim.FaultFailover && msg.err == nil {
+	if msg.f == history.FaultFailover && msg.err == nil {
 		m.ar.armed = true
 	}
 	if msg.err == nil && msg.who != 0 {
 		m.after = &aftermath{gen: m.gen, f: msg.f, who: msg.who, said: m.msg}
-		if msg.f == sim.FaultSecond {
+		if msg.f == history.FaultSecond {
 			m.after.seen(m.ar.buyer(msg.who))
 		}
 	}
@@ -133,7 +135,7 @@ func (m *model) injected(msg injectMsg) {
 // status line (said), so cause and effect are read together when the log is off screen.
 type aftermath struct {
 	gen, who int
-	f        sim.Fault
+	f        history.Fault
 	said     string
 	second   int   // a second request: its order's number, once it started
 	others   []int // and the buyer's other orders under way then
@@ -141,19 +143,19 @@ type aftermath struct {
 
 // then tells, for one event (already in the picture a), what came of the fault, in the
 // referee's words where it has some; "" when the event is not about it.
-func (af *aftermath) then(e sim.Event, a *arena) string {
+func (af *aftermath) then(e referee.Event, a *board) string {
 	switch {
-	case e.Kind == sim.EvOverlap && (e.Buyer == af.who || e.Other == af.who):
+	case e.Kind == referee.EvOverlap && (e.Buyer == af.who || e.Other == af.who):
 		return e.Sentence
-	case e.Kind == sim.EvViolation && (e.Buyer == af.who || e.Other == af.who):
+	case e.Kind == referee.EvViolation && (e.Buyer == af.who || e.Other == af.who):
 		return e.Sentence
-	case af.f == sim.FaultSecond && e.Kind == sim.EvStart && e.Buyer == af.who && af.second == 0:
+	case af.f == history.FaultSecond && e.Kind == referee.EvStart && e.Buyer == af.who && af.second == 0:
 		af.second = e.Order
-	case af.f == sim.FaultSecond && e.Kind == sim.EvEnter && e.Buyer == af.who && e.Order == af.second && len(af.others) > 0 &&
+	case af.f == history.FaultSecond && e.Kind == referee.EvEnter && e.Buyer == af.who && e.Order == af.second && len(af.others) > 0 &&
 		!slices.ContainsFunc(af.others, func(k int) bool { return a.buyer(af.who).under[k] }):
 		// the referee says nothing of a lock that made a request wait: the picture does
 		return fmt.Sprintf("buyer %d's second order waited its turn: it went in only once its other order had returned", af.who)
-	case af.f == sim.FaultPartition && e.Kind == sim.EvDone && e.Buyer == af.who && !e.Sold:
+	case af.f == history.FaultPartition && e.Kind == referee.EvDone && e.Buyer == af.who && !e.Sold:
 		// a lease guard stopped the order (12+): it returns without writing
 		return e.Words()
 	}
@@ -173,7 +175,7 @@ func (af *aftermath) seen(l *lane) {
 }
 
 // follow adds to the status line what came of the last fault, once.
-func (m *model) follow(e sim.Event) {
+func (m *model) follow(e referee.Event) {
 	af := m.after
 	if af == nil || af.gen != m.gen || m.msg != af.said {
 		m.after = nil // the status line says something else now
@@ -189,26 +191,26 @@ func (m *model) follow(e sim.Event) {
 // with it.
 func injectAnswer(msg injectMsg, noLock bool, key string) string {
 	switch {
-	case errors.Is(msg.err, sim.ErrNoHolder) && noLock:
+	case errors.Is(msg.err, arena.ErrNoHolder) && noLock:
 		return fmt.Sprintf("%s: nobody was inside the critical section for a whole TTL, so nothing was hit — try again when a █ is drawn", msg.f)
-	case errors.Is(msg.err, sim.ErrNoHolder) && msg.lock.st.Owner != 0:
+	case errors.Is(msg.err, arena.ErrNoHolder) && msg.lock.st.Owner != 0:
 		return fmt.Sprintf("%s: nobody held the lock for a whole TTL after the key; buyer %d has taken it since — press %s again", msg.f, msg.lock.st.Owner, key)
-	case errors.Is(msg.err, sim.ErrNoHolder):
+	case errors.Is(msg.err, arena.ErrNoHolder):
 		return fmt.Sprintf("%s: nobody held the lock for a whole TTL after the key, so nothing was hit — try again when a bar is drawn", msg.f)
 	case msg.err != nil:
 		return fmt.Sprintf("%s: %v", msg.f, msg.err)
-	case msg.f == sim.FaultFailover:
+	case msg.f == history.FaultFailover:
 		return "failover armed: the next lock write will not reach the replica, then the primary dies"
 	}
-	what := map[sim.Fault]string{
-		sim.FaultCrash:      "crashed: its process died, its deferred code will never run",
-		sim.FaultError:      "its work will return an error",
-		sim.FaultSlow:       "its work now takes 3 × TTL",
-		sim.FaultPause:      "will freeze (stop-the-world) for 3 × TTL just before its stock write leaves",
-		sim.FaultUnlockRace: "will freeze just before the command that deletes its lock",
-		sim.FaultReentrant:  "its work calls a helper that takes the same lock again",
-		sim.FaultPartition:  "inside its work, its link to the lock server is cut for 3 × TTL; the inventory still answers",
-		sim.FaultSecond:     "its process starts a second order now, with the same Locker (a second request)",
+	what := map[history.Fault]string{
+		history.FaultCrash:      "crashed: its process died, its deferred code will never run",
+		history.FaultError:      "its work will return an error",
+		history.FaultSlow:       "its work now takes 3 × TTL",
+		history.FaultPause:      "will freeze (stop-the-world) for 3 × TTL just before its stock write leaves",
+		history.FaultUnlockRace: "will freeze just before the command that deletes its lock",
+		history.FaultReentrant:  "its work calls a helper that takes the same lock again",
+		history.FaultPartition:  "inside its work, its link to the lock server is cut for 3 × TTL; the inventory still answers",
+		history.FaultSecond:     "its process starts a second order now, with the same Locker (a second request)",
 	}[msg.f]
 	return fmt.Sprintf("%s → buyer %d: %s", msg.f, msg.who, what)
 }

@@ -15,11 +15,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lockstep-lab/lockstep/lab/grading"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lockstep-lab/lockstep/lab/grading"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -23,7 +23,7 @@ type cell = matrix.Cell
 // (through play, as run does), and returns its row of cells and how many of them have no
 // verdict. A scenario the backend cannot stage is a skipped cell, not an error.
 func playRow(st *steps.Step, backend string) ([]cell, int, error) {
-	row, incomplete, err := matrix.Row(st, func(st *steps.Step, sc steps.Scenario) (*sim.Report, error) {
+	row, incomplete, err := matrix.Row(st, func(st *steps.Step, sc steps.Scenario) (*referee.Report, error) {
 		return play(st, sc, backend)
 	})
 	var ce *matrix.CellError

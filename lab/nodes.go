@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 )
 
 // The lock's nodes as the events tell them: who holds the lock on each, since when, and what
@@ -22,13 +22,13 @@ type nodeView struct {
 }
 
 // multi tells whether the lock lives on several nodes.
-func (a *arena) multi() bool { return len(a.nodes) > 1 }
+func (a *board) multi() bool { return len(a.nodes) > 1 }
 
 // nodeName is how a sentence names node i (0-based): "lock-2", as sim's nodes are named.
 func nodeName(i int) string { return fmt.Sprintf("lock-%d", i+1) }
 
 // onNode is " on lock-2" for a quorum lock, "" for a one-node lock.
-func (a *arena) onNode(i int) string {
+func (a *board) onNode(i int) string {
 	if !a.multi() {
 		return ""
 	}
@@ -61,7 +61,7 @@ func holds(nodes []nodeView, n int) int {
 }
 
 // node is the view of node i, growing the list if an event names a node it did not know.
-func (a *arena) node(i int) *nodeView {
+func (a *board) node(i int) *nodeView {
 	for len(a.nodes) <= i {
 		a.nodes = append(a.nodes, nodeView{})
 	}
@@ -70,7 +70,7 @@ func (a *arena) node(i int) *nodeView {
 
 // renewed notes a holder's command that rewrote or renewed its lock (a Lua script, a PEXPIRE) on
 // the node it went to.
-func (a *arena) renewed(e sim.Event) {
+func (a *board) renewed(e referee.Event) {
 	i := e.Node
 	if e.Cmd != nil {
 		i = e.Cmd.Node
@@ -82,7 +82,7 @@ func (a *arena) renewed(e sim.Event) {
 
 // nodeLane is node i's own lane of the timeline, on a quorum lock (numbered -1, -2, …: lanes of
 // the lock server are numbered ≤ 0).
-func (a *arena) nodeLane(i int) *lane {
+func (a *board) nodeLane(i int) *lane {
 	for len(a.nodeLanes) <= i {
 		a.nodeLanes = append(a.nodeLanes, newLane(-len(a.nodeLanes)-1))
 	}
@@ -92,7 +92,7 @@ func (a *arena) nodeLane(i int) *lane {
 // lockEvent folds an event about the lock on one node into the picture: the node's holder, the
 // lock lane's marks, and the owner (on a quorum, the majority's). A quorum's node lanes draw
 // each node's holder and marks; its lock lane draws only whom a majority gives the lock.
-func (a *arena) lockEvent(e sim.Event, b int64) {
+func (a *board) lockEvent(e referee.Event, b int64) {
 	nv := a.node(e.Node)
 	expiredAt := b
 	marks := a.lock
@@ -101,14 +101,14 @@ func (a *arena) lockEvent(e sim.Event, b int64) {
 		defer func() { // the node lane's holder, once the node's view is settled
 			nl := marks
 			nl.at(b)
-			if nl.own = nv.owner; nv.owner == 0 && e.Kind == sim.EvExpired {
+			if nl.own = nv.owner; nv.owner == 0 && e.Kind == referee.EvExpired {
 				nl.unown(expiredAt, b)
 			}
 			nl.touch(b)
 		}()
 	}
 	switch e.Kind {
-	case sim.EvAcquired:
+	case referee.EvAcquired:
 		nv.owner, nv.setAt = e.Buyer, e.At
 		nv.noTTL = e.TTL < 0
 		if a.multi() {
@@ -116,14 +116,14 @@ func (a *arena) lockEvent(e sim.Event, b int64) {
 		} else {
 			a.logf(e.At, "%s", e.Words())
 		}
-	case sim.EvReleased:
+	case referee.EvReleased:
 		nv.owner = 0
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvForeign:
+	case referee.EvForeign:
 		nv.owner = 0
 		marks.mark(b, '!')
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvExpired:
+	case referee.EvExpired:
 		// The referee sees an expiry at the next lock command; Redis dropped the key one TTL
 		// after the owner last set it, so that is where the lock lane shows it.
 		if x := a.bucket(nv.setAt + a.timing.TTL); nv.setAt > 0 && x < b {
@@ -132,17 +132,17 @@ func (a *arena) lockEvent(e sim.Event, b int64) {
 		nv.owner = 0
 		marks.mark(expiredAt, 'x')
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvLost:
+	case referee.EvLost:
 		nv.owner = 0
 		marks.mark(b, '?')
 		a.logf(e.At, "%s, in the %s", e.Words(), a.loss)
-	case sim.EvFailover:
+	case referee.EvFailover:
 		marks.mark(b, 'F')
 		if e.OK {
 			a.failedOver, a.armed, a.loss, nv.fate = true, false, "failover", "failed over"
 		}
 		a.logf(e.At, "%s", e.Words())
-	case sim.EvRestart:
+	case referee.EvRestart:
 		marks.mark(b, 'R')
 		if e.OK {
 			a.loss, nv.fate = "restart", "restarted"
@@ -151,7 +151,7 @@ func (a *arena) lockEvent(e sim.Event, b int64) {
 	}
 	if o := majority(a.nodes); o != a.owner {
 		a.setOwner(o, b)
-		if o == 0 && e.Kind == sim.EvExpired {
+		if o == 0 && e.Kind == referee.EvExpired {
 			a.lock.unown(expiredAt, b)
 		}
 	}
@@ -161,7 +161,7 @@ func (a *arena) lockEvent(e sim.Event, b int64) {
 // what happened to the node. While a session runs they say the latest reading of every node; in
 // rewind, and once a run is over, what the events tell (the TTL reckoned from the holder's last
 // write, so marked ≈).
-func (a *arena) nodeLines(w int) []string {
+func (a *board) nodeLines(w int) []string {
 	if !a.multi() {
 		return nil
 	}
@@ -203,7 +203,7 @@ func (a *arena) nodeLines(w int) []string {
 
 // quorumLine is a quorum lock's LOCK line: who holds a majority, from the same source the node
 // lines use.
-func (a *arena) quorumLine(w int) string {
+func (a *board) quorumLine(w int) string {
 	head := sLabel.Render("LOCK") + " "
 	nodes := a.nodes
 	if a.rw != nil {

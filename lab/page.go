@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -17,7 +18,7 @@ import (
 // A run you can share: run, matrix, grade and judge write, with -html FILE, one self-contained
 // page (pagehtml.go writes it and reads it back). This file is what the page shows, worked out in
 // Go: each run's verdict as the terminal says it, and each play's timeline, drawn from the events
-// the referee emits as it replays the history (sim.NewReferee) and said in their own words
+// the referee emits as it replays the history (referee.NewReferee) and said in their own words
 // (Event.Words). The page's script only draws what is here; it judges nothing.
 
 // pageData is what a page's script draws.
@@ -58,22 +59,22 @@ type pageCell struct {
 
 // pageRun is one run (one cell): its verdict in the terminal's words and its plays' timelines.
 type pageRun struct {
-	ID       string        `json:"id"`
-	Step     string        `json:"-"`
-	Title    string        `json:"-"` // the step's title, from the catalog
-	Scenario string        `json:"-"`
-	What     string        `json:"-"` // steps.Describe
-	Backend  string        `json:"-"`
-	Played   string        `json:"-"`
-	Cell     string        `json:"-"` // cellText
-	Class    string        `json:"-"`
-	Mark     string        `json:"-"` // ✓, ✗ or ?
-	Explain  []sim.Finding `json:"-"`
-	Report   string        `json:"-"` // Report.Text(): what lab run prints
-	Lesson   string        `json:"-"`
-	Next     string        `json:"-"`
-	FixAt    string        `json:"-"` // the folder of the step that fixes it
-	Plays    []pagePlay    `json:"plays"`
+	ID       string            `json:"id"`
+	Step     string            `json:"-"`
+	Title    string            `json:"-"` // the step's title, from the catalog
+	Scenario string            `json:"-"`
+	What     string            `json:"-"` // steps.Describe
+	Backend  string            `json:"-"`
+	Played   string            `json:"-"`
+	Cell     string            `json:"-"` // cellText
+	Class    string            `json:"-"`
+	Mark     string            `json:"-"` // ✓, ✗ or ?
+	Explain  []referee.Finding `json:"-"`
+	Report   string            `json:"-"` // Report.Text(): what lab run prints
+	Lesson   string            `json:"-"`
+	Next     string            `json:"-"`
+	FixAt    string            `json:"-"` // the folder of the step that fixes it
+	Plays    []pagePlay        `json:"plays"`
 }
 
 // pagePlay is one play's timeline. Times are microseconds from the start of the play. A bar is
@@ -246,7 +247,7 @@ func newPageRun(c cell, st *steps.Step, played string, tb *pageTables) pageRun {
 			}
 		}
 	}
-	plays := []*sim.History{}
+	plays := []*history.History{}
 	if rep.History != nil {
 		plays = append(plays, rep.History)
 	}
@@ -288,9 +289,9 @@ type nodeBar struct {
 }
 
 // newPagePlay replays h through the referee and draws what it emits, its words and styles in tb.
-func newPagePlay(h *sim.History, tb *pageTables) pagePlay {
-	var evs []sim.Event
-	ref := sim.NewReferee(*h, func(e sim.Event) { evs = append(evs, e) })
+func newPagePlay(h *history.History, tb *pageTables) pagePlay {
+	var evs []referee.Event
+	ref := referee.NewReferee(*h, func(e referee.Event) { evs = append(evs, e) })
 	for _, rec := range h.Records {
 		ref.Add(rec)
 	}
@@ -353,7 +354,7 @@ func (d *playDrawing) mark(i, lane int, at int64, class, glyph, label string) in
 // the commands before it is counted there and not kept for ←/→ (Thinned): in a load run in
 // virtual time a spinning waiter sends tens of thousands, as the terminal lab's feed drops them
 // past its limit. Every other event is kept.
-func (d *playDrawing) event(e sim.Event) {
+func (d *playDrawing) event(e referee.Event) {
 	i := len(d.p.Events) // its index among the events kept
 	at := µs(e.At)
 	lane, m := -1, -1
@@ -362,9 +363,9 @@ func (d *playDrawing) event(e sim.Event) {
 	}
 	order := [2]int{e.Buyer, e.Order}
 	switch e.Kind {
-	case sim.EvStart:
+	case referee.EvStart:
 		d.waits[order] = at
-	case sim.EvCommand:
+	case referee.EvCommand:
 		if e.Cmd != nil && e.Buyer > 0 {
 			class := "cmd"
 			if e.Cmd.Stock {
@@ -372,25 +373,25 @@ func (d *playDrawing) event(e sim.Event) {
 			}
 			m = d.mark(i, lane, at, class, commandGlyph(e.Cmd), "")
 		}
-	case sim.EvEnter:
+	case referee.EvEnter:
 		d.endWait(order, at)
 		if _, in := d.insides[order]; !in {
 			d.insides[order] = at
 		}
 		lane = d.stockLane()
 		m = d.mark(i, lane, at, "read", fmt.Sprint(e.Stock), stockLabel(e))
-	case sim.EvWrite:
+	case referee.EvWrite:
 		lane = d.stockLane()
 		m = d.mark(i, lane, at, "write", fmt.Sprint(e.Stock), stockLabel(e))
-	case sim.EvFenced:
+	case referee.EvFenced:
 		lane = d.stockLane()
 		m = d.mark(i, lane, at, "fenced", "✗", stockLabel(e))
-	case sim.EvExit:
+	case referee.EvExit:
 		if from, ok := d.insides[order]; ok {
 			d.bar(d.buyerLane(e.Buyer), from, at, "in", "", -1)
 			delete(d.insides, order)
 		}
-	case sim.EvDone:
+	case referee.EvDone:
 		d.endWait(order, at)
 		if from, ok := d.insides[order]; ok {
 			d.bar(d.buyerLane(e.Buyer), from, at, "in", "", -1)
@@ -404,30 +405,30 @@ func (d *playDrawing) event(e sim.Event) {
 		default:
 			m = d.mark(i, lane, at, "done", "–", "")
 		}
-	case sim.EvRejected:
+	case referee.EvRejected:
 		m = d.mark(i, lane, at, "rejected", "✗", "")
-	case sim.EvRefused:
+	case referee.EvRefused:
 		m = d.mark(i, lane, at, "refused", "n", "")
-	case sim.EvWaiting:
+	case referee.EvWaiting:
 		m = d.mark(i, lane, at, "waiting", "w", "")
-	case sim.EvOverlap:
+	case referee.EvOverlap:
 		d.p.Overlaps++
 		for _, b := range []int{e.Buyer, e.Other} {
 			if b > 0 {
 				d.bar(d.buyerLane(b), µs(e.From), µs(e.To), "over", "", i)
 			}
 		}
-	case sim.EvFault:
+	case referee.EvFault:
 		m = d.mark(i, lane, at, "fault", "⚡", string(e.Fault))
-	case sim.EvFrozen:
+	case referee.EvFrozen:
 		d.frozen[e.Buyer] = at
-	case sim.EvThawed:
+	case referee.EvThawed:
 		d.endState(d.frozen, e.Buyer, at, "frozen")
-	case sim.EvPartitioned:
+	case referee.EvPartitioned:
 		d.cut[e.Buyer] = at
-	case sim.EvHealed:
+	case referee.EvHealed:
 		d.endState(d.cut, e.Buyer, at, "cut")
-	case sim.EvCrashed:
+	case referee.EvCrashed:
 		d.endState(d.frozen, e.Buyer, at, "frozen")
 		d.endState(d.cut, e.Buyer, at, "cut")
 		for o, from := range d.waits {
@@ -444,16 +445,16 @@ func (d *playDrawing) event(e sim.Event) {
 		}
 		d.bar(lane, at, d.p.End, "dead", "", i)
 		m = d.mark(i, lane, at, "crash", "✖", "")
-	case sim.EvReentry:
+	case referee.EvReentry:
 		if e.OK {
 			m = d.mark(i, lane, at, "reentry", "r", "")
 		} else {
 			m = d.mark(i, lane, at, "failed", "r", "")
 		}
-	case sim.EvViolation:
+	case referee.EvViolation:
 		lane = -1
 		m = d.mark(i, -1, at, "viol", "!", "")
-	case sim.EvAcquired:
+	case referee.EvAcquired:
 		lane = d.nodeLane(e.Node)
 		n := lane - d.buyers
 		if prev := d.locks[n]; prev != nil && prev.buyer != e.Buyer {
@@ -467,11 +468,11 @@ func (d *playDrawing) event(e sim.Event) {
 			d.holds[e.Buyer] = at
 		}
 		m = d.mark(i, lane, at, "acquired", "+", "")
-	case sim.EvReleased:
+	case referee.EvReleased:
 		lane = d.nodeLane(e.Node)
 		d.endHold(e.Buyer, lane-d.buyers, at, e.Left)
 		m = d.mark(i, lane, at, "released", "✓", "")
-	case sim.EvForeign:
+	case referee.EvForeign:
 		lane = d.nodeLane(e.Node)
 		d.endHold(e.Other, lane-d.buyers, at, e.Left)
 		class := "foreign"
@@ -479,7 +480,7 @@ func (d *playDrawing) event(e sim.Event) {
 			class = "left"
 		}
 		m = d.mark(i, lane, at, class, "!", fmt.Sprintf("b%d", e.Buyer))
-	case sim.EvExpired:
+	case referee.EvExpired:
 		lane = d.nodeLane(e.Node)
 		when := at
 		if e.Due > 0 && e.Due <= e.At {
@@ -489,24 +490,24 @@ func (d *playDrawing) event(e sim.Event) {
 			d.endHold(e.Other, lane-d.buyers, when, e.Left)
 		}
 		m = d.mark(i, lane, when, "expired", "x", "")
-	case sim.EvLost:
+	case referee.EvLost:
 		lane = d.nodeLane(e.Node)
 		d.endHold(e.Other, lane-d.buyers, at, e.Left)
 		m = d.mark(i, lane, at, "lost", "?", "")
-	case sim.EvFailover:
+	case referee.EvFailover:
 		lane = d.nodeLane(e.Node)
 		m = d.mark(i, lane, at, "node", "F", "")
-	case sim.EvRestart:
+	case referee.EvRestart:
 		lane = d.nodeLane(e.Node)
 		m = d.mark(i, lane, at, "node", "R", "")
-	case sim.EvFree:
+	case referee.EvFree:
 		// Every hold has ended: one another process's write took over ends here, with no event
 		// of its own (an expiry is seen late: the lock came free at Due).
 		for b := range d.holds {
 			d.endHold(b, -1, min(at, max(µs(e.Due), 0)), false)
 		}
 	}
-	if e.Kind == sim.EvCommand && m >= 0 && d.p.Marks[m].Count > 1 {
+	if e.Kind == referee.EvCommand && m >= 0 && d.p.Marks[m].Count > 1 {
 		d.p.Thinned++
 		return
 	}
@@ -611,7 +612,7 @@ func (d *playDrawing) close(end int64) {
 
 // commandGlyph is a command's mark: G and S for the stock's GET and SET, N for a SET NX (a try
 // for the lock), L for a Lua script, D for DEL, P for a PEXPIRE, else its first letter.
-func commandGlyph(c *sim.Command) string {
+func commandGlyph(c *referee.Command) string {
 	switch {
 	case c.Stock && c.Name == "GET":
 		return "G"
@@ -631,7 +632,7 @@ func commandGlyph(c *sim.Command) string {
 
 // stockLabel is the label of a stock command's mark on the inventory's lane: whose it is, and
 // the fencing token it showed, if any: "b2", "b2·t5".
-func stockLabel(e sim.Event) string {
+func stockLabel(e referee.Event) string {
 	if e.Token == 0 {
 		return fmt.Sprintf("b%d", e.Buyer)
 	}

@@ -14,8 +14,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -51,7 +52,7 @@ func TestPagesInBrowser(t *testing.T) {
 		if err := run([]string{"run", "-step", c.step, "-scenario", c.sc, "-json", "-html", file}, &out, &errw); err != nil {
 			t.Fatalf("run %s %s: %v\n%s", c.step, c.sc, err, errw.String())
 		}
-		var rep sim.Report
+		var rep referee.Report
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +166,7 @@ func TestPagesInBrowser(t *testing.T) {
 
 // judgedBack runs lab judge on a page and checks that it reads n runs back to the verdicts they
 // earned; it returns the reports of the runs the page carries, judged again, by run id.
-func judgedBack(t *testing.T, file string, n int) map[string]*sim.Report {
+func judgedBack(t *testing.T, file string, n int) map[string]*referee.Report {
 	t.Helper()
 	var out, errw bytes.Buffer
 	want := fmt.Sprintf("%d run(s) judged again from their histories: %d as when played, 0 differ, 0 without a verdict", n, n)
@@ -176,9 +177,9 @@ func judgedBack(t *testing.T, file string, n int) map[string]*sim.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reps := map[string]*sim.Report{}
+	reps := map[string]*referee.Report{}
 	for _, r := range runs {
-		reps[runID(r.Step, r.Scenario)] = sim.JudgeCell(r.History, r.Others)
+		reps[runID(r.Step, r.Scenario)] = referee.JudgeCell(r.History, r.Others)
 	}
 	return reps
 }
@@ -186,7 +187,7 @@ func judgedBack(t *testing.T, file string, n int) map[string]*sim.Report {
 // gradedCell is one scenario of lab grade's output: its verdict as printed and the sentences under it.
 type gradedCell struct {
 	scenario, verdict string
-	explain           []sim.Finding
+	explain           []referee.Finding
 }
 
 // gradedLines reads the row lab grade printed, in its order.
@@ -201,7 +202,7 @@ func gradedLines(t *testing.T, out string) []gradedCell {
 			cells = append(cells, gradedCell{scenario: m[1], verdict: m[2]})
 		} else if m := kindLine.FindStringSubmatch(l); m != nil && m[1] != "note" && len(cells) > 0 {
 			c := &cells[len(cells)-1]
-			c.explain = append(c.explain, sim.Finding{Kind: steps.Kind(m[1]), Sentence: m[2]})
+			c.explain = append(c.explain, referee.Finding{Kind: steps.Kind(m[1]), Sentence: m[2]})
 		} else if strings.TrimSpace(l) != "" && !strings.HasPrefix(strings.TrimSpace(l), "note: ") {
 			t.Fatalf("a line of lab grade's output this test does not read: %q", l)
 		}
@@ -211,7 +212,7 @@ func gradedLines(t *testing.T, out string) []gradedCell {
 
 // checkSentences checks the section scope of a page: its verdict says cell (as the terminal prints
 // it) and its list the referee's sentences, in order.
-func checkSentences(t *testing.T, tb *tab, scope, what, cell string, explain []sim.Finding) {
+func checkSentences(t *testing.T, tb *tab, scope, what, cell string, explain []referee.Finding) {
 	t.Helper()
 	mark := "✓"
 	if cell != "✓" {
@@ -251,7 +252,7 @@ func noProblems(t *testing.T, tb *tab, what string) {
 
 // checkRunPage reads the page of rep's run (its only run) and checks it against rep and against
 // the timeline the lab drew from rep's history.
-func checkRunPage(t *testing.T, tb *tab, rep *sim.Report, scope string) {
+func checkRunPage(t *testing.T, tb *tab, rep *referee.Report, scope string) {
 	t.Helper()
 	what := rep.Step + " × " + rep.Scenario
 	noProblems(t, tb, what)
@@ -376,12 +377,12 @@ func followLink(t *testing.T, tb *tab, id string) {
 // plainRunsLimit and gzipped in base64 past it; judge reads both back, and a page it did not
 // write (or an HTML file that is no page of the lab) is bad input in one line.
 func TestPageReadBack(t *testing.T) {
-	rep := sim.Judge(loadHistory(t, "testdata/step04_slow.json"))
+	rep := referee.Judge(loadHistory(t, "testdata/step04_slow.json"))
 	st, err := catalog.Find("04")
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := savedOf([]*sim.Report{rep}, time.Unix(0, 0))
+	runs := savedOf([]*referee.Report{rep}, time.Unix(0, 0))
 	want, err := json.Marshal(runs)
 	if err != nil {
 		t.Fatal(err)
@@ -430,8 +431,8 @@ func TestPageReadBack(t *testing.T) {
 // gives the same timeline.
 func TestPagePlay(t *testing.T) {
 	h := loadHistory(t, "testdata/step04_slow.json")
-	var evs []sim.Event
-	ref := sim.NewReferee(*h, func(e sim.Event) { evs = append(evs, e) })
+	var evs []referee.Event
+	ref := referee.NewReferee(*h, func(e referee.Event) { evs = append(evs, e) })
 	for _, rec := range h.Records {
 		ref.Add(rec)
 	}
@@ -464,7 +465,7 @@ func TestPagePlay(t *testing.T) {
 		}
 	}
 	for i, e := range evs {
-		if e.Kind == sim.EvExpired && e.Due > 0 {
+		if e.Kind == referee.EvExpired && e.Due > 0 {
 			if m := p.Marks[p.Events[i].Mark]; m.At != e.Due.Microseconds() {
 				t.Errorf("the lock that ran out is drawn at %d µs, it ran out at %s", m.At, e.Due)
 			}
@@ -490,8 +491,8 @@ func TestPagePlayThinsSpinners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var evs []sim.Event
-	ref := sim.NewReferee(*rep.History, func(e sim.Event) { evs = append(evs, e) })
+	var evs []referee.Event
+	ref := referee.NewReferee(*rep.History, func(e referee.Event) { evs = append(evs, e) })
 	for _, rec := range rep.History.Records {
 		ref.Add(rec)
 	}
@@ -502,12 +503,12 @@ func TestPagePlayThinsSpinners(t *testing.T) {
 	}
 	j, commands := 0, 0
 	for _, e := range evs {
-		if e.Kind == sim.EvCommand {
+		if e.Kind == referee.EvCommand {
 			commands++
 		}
 		if j < len(p.Events) && tb.words[p.Events[j].Word] == e.Words() && p.Events[j].At == e.At.Microseconds() {
 			j++
-		} else if e.Kind != sim.EvCommand {
+		} else if e.Kind != referee.EvCommand {
 			t.Fatalf("the referee's %s was not kept", e)
 		}
 	}
@@ -523,17 +524,18 @@ func TestPagePlayThinsSpinners(t *testing.T) {
 	t.Logf("07 × contention: %d events, %d kept, %d marks", len(evs), len(p.Events), len(p.Marks))
 }
 
-func loadHistory(t *testing.T, file string) *sim.History {
+func loadHistory(t *testing.T, file string) *history.History {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h, err := sim.ReadHistory(f)
+	h, err := history.ReadHistory(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	withJudged(h)
 	return h
 }
 
@@ -557,7 +559,7 @@ func checkDocPage(t *testing.T, where, file, ctx string) {
 		t.Fatalf("%s: the page carries no runs judge reads: %v", where, err)
 	}
 	for _, r := range runs {
-		rep := sim.JudgeCell(r.History, r.Others)
+		rep := referee.JudgeCell(r.History, r.Others)
 		if !slices.Equal(orNone(rep.Violations), orNone(r.Violations)) {
 			t.Errorf("%s: %s × %s judged again from the page: %v, played: %v", where, r.Step, r.Scenario, rep.Violations, r.Violations)
 		}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lockstep-lab/lockstep/lab/grading"
 	"html/template"
 	"io"
 	"os"
@@ -18,8 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/lab/grading"
+
 	"github.com/lockstep-lab/lockstep/internal/matrix"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -303,8 +304,8 @@ func writeJudgedPage(out, file string, runs []savedRun, cells []cell) error {
 }
 
 // writeRunPage writes the page of one run of st, played at played, to out.
-func writeRunPage(out string, st *steps.Step, rep *sim.Report, played time.Time) error {
-	runs := savedOf([]*sim.Report{rep}, played)
+func writeRunPage(out string, st *steps.Step, rep *referee.Report, played time.Time) error {
+	runs := savedOf([]*referee.Report{rep}, played)
 	return writePage(out, runPage(matrix.CellOf(rep), st, played.UTC().Format(time.RFC3339)), runs)
 }
 
@@ -318,7 +319,7 @@ func writeMatrixPage(out string, cells []cell, nSteps int, played time.Time) err
 // writeGradePage writes the page of a learner's grade, played at played, to out: each cell of
 // the row with the report the grader wrote for it (Graded.Reports).
 func writeGradePage(out, slug string, g matrix.Graded, played time.Time) error {
-	var reps []*sim.Report
+	var reps []*referee.Report
 	for i, c := range g.Row {
 		if rep := g.Reports[c.Scenario]; rep != nil {
 			g.Row[i].Report = rep

@@ -15,7 +15,7 @@ import (
 
 // shopLine is the shop's numbers in w columns: "Redis commands per order" shortens before any
 // number is cut.
-func (a *arena) shopLine(w int) string {
+func (a *board) shopLine(w int) string {
 	over := fmt.Sprintf("oversold %d", a.oversold())
 	if a.oversold() > 0 {
 		over = sBad.Render("✗ OVERSOLD " + fmt.Sprint(a.oversold()))
@@ -59,7 +59,7 @@ func (a *arena) shopLine(w int) string {
 }
 
 // topoLine says what the lock server is made of, and what a failover did to it.
-func (a *arena) topoLine() string {
+func (a *board) topoLine() string {
 	head := sLabel.Render("NODES") + " "
 	switch {
 	case !a.canFail:
@@ -75,7 +75,7 @@ func (a *arena) topoLine() string {
 // verdict is the first violation's sentence (or the no-violation line) and the latest other
 // one's ("" if none), as the invariant panel says them: the referee's sentences, and a ✓ only
 // where it judged everything.
-func (a *arena) verdict() (first, latest string) {
+func (a *board) verdict() (first, latest string) {
 	fk, lk := a.firstLatest()
 	switch {
 	case a.done && a.first != "":
@@ -107,7 +107,7 @@ func (a *arena) verdict() (first, latest string) {
 
 // when says when the referee found kind k, before its sentence (": " for a finished run, whose
 // report is final): while the session goes on, the SHOP line's numbers move past the sentence's.
-func (a *arena) when(k steps.Kind) string {
+func (a *board) when(k steps.Kind) string {
 	if a.done {
 		return ": "
 	}
@@ -116,7 +116,7 @@ func (a *arena) when(k steps.Kind) string {
 
 // invariantLines is the panel: each kind ✗, ✓, ? (no verdict) or – (not judged), then the
 // verdict's sentences, then what the referee could not see.
-func (a *arena) invariantLines(w int, first, latest string) []string {
+func (a *board) invariantLines(w int, first, latest string) []string {
 	var parts []string
 	dropped := 0
 	for _, k := range steps.Kinds {

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -16,13 +17,13 @@ import (
 // and the session time it was taken. The LOCK line says what one reading says, and nothing else,
 // so it never contradicts itself.
 type lockReading struct {
-	st    sim.LockState
-	nodes []sim.LockState // a quorum lock's every node, in node order (nil for one node)
+	st    arena.LockState
+	nodes []arena.LockState // a quorum lock's every node, in node order (nil for one node)
 	at    time.Duration
 }
 
 // read takes the reading from sim's arena x: the first node's lock, and on a quorum every node's.
-func (r *lockReading) read(ctx context.Context, x *sim.Arena, quorum bool) {
+func (r *lockReading) read(ctx context.Context, x *arena.Arena, quorum bool) {
 	if quorum {
 		r.nodes = x.Locks(ctx)
 		r.st = r.nodes[0]
@@ -32,7 +33,7 @@ func (r *lockReading) read(ctx context.Context, x *sim.Arena, quorum bool) {
 }
 
 // setLock takes a reading, unless a newer one is already in.
-func (a *arena) setLock(r lockReading) {
+func (a *board) setLock(r lockReading) {
 	if a.read && r.at < a.lk.at {
 		return
 	}
@@ -41,7 +42,7 @@ func (a *arena) setLock(r lockReading) {
 
 // lockLine says who holds the lock and for how long: owner and TTL first, the value next, the key
 // (with the run's prefix) last, so a narrow terminal cuts only the key.
-func (a *arena) lockLine(w int) string {
+func (a *board) lockLine(w int) string {
 	head := sLabel.Render("LOCK") + " "
 	if a.noLock {
 		return head + "none — this step takes no lock: every buyer goes straight in"
@@ -104,7 +105,7 @@ func (a *arena) lockLine(w int) string {
 }
 
 // unprobed tells whether the referee could not probe the lock at the end of a run (stuck unseen).
-func unprobed(rep *sim.Report) bool {
+func unprobed(rep *referee.Report) bool {
 	for _, b := range rep.Untracked {
 		if slices.Contains(b.Kinds, steps.Stuck) {
 			return true
@@ -114,7 +115,7 @@ func unprobed(rep *sim.Report) bool {
 }
 
 // buyerName is "buyer 3", or "buyer 3 (retired)" for a live buyer the learner took away.
-func (a *arena) buyerName(n int) string {
+func (a *board) buyerName(n int) string {
 	if a.roster.retired[n] {
 		return fmt.Sprintf("buyer %d (retired)", n)
 	}

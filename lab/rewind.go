@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 )
 
 // Rewind: while the orders are held (space), or once a canned run has finished, , and . move a
@@ -21,19 +21,19 @@ const histN = 20000
 
 // snap is one event and the lock as it stood right after it.
 type snap struct {
-	ev    sim.Event
+	ev    referee.Event
 	owner int
 	nodes []nodeView
 }
 
 // history is a session's events, oldest first. Indexes are absolute: they stay valid when the
 // oldest events are dropped.
-type history struct {
+type trail struct {
 	base int // events dropped from the front
 	s    []snap
 }
 
-func (h *history) add(e sim.Event, a *arena) {
+func (h *trail) add(e referee.Event, a *board) {
 	if len(h.s) == histN {
 		h.s = append(h.s[:0], h.s[histN/2:]...)
 		h.base += histN / 2
@@ -41,8 +41,8 @@ func (h *history) add(e sim.Event, a *arena) {
 	h.s = append(h.s, snap{ev: e, owner: a.owner, nodes: slices.Clone(a.nodes)})
 }
 
-func (h *history) last() int     { return h.base + len(h.s) - 1 }
-func (h *history) at(i int) snap { return h.s[i-h.base] }
+func (h *trail) last() int     { return h.base + len(h.s) - 1 }
+func (h *trail) at(i int) snap { return h.s[i-h.base] }
 
 // rewind is the cursor: the event it is on, and the timeline's right edge when rewind began (the
 // view holds still while the cursor moves inside it).
@@ -52,7 +52,7 @@ type rewind struct {
 }
 
 // first is the first event the timeline can still draw (its ring keeps ringN columns).
-func (a *arena) firstDrawn() int {
+func (a *board) firstDrawn() int {
 	from := a.bucket(a.now) - ringN + 1
 	for i := a.hist.base; i <= a.hist.last(); i++ {
 		if a.bucket(a.hist.at(i).ev.At) >= from {
@@ -113,7 +113,7 @@ func (m *model) rewindTo(in rewindMove) {
 }
 
 // leaveRewind ends rewind; it tells whether there was one.
-func (a *arena) leaveRewind() bool {
+func (a *board) leaveRewind() bool {
 	if a == nil || a.rw == nil {
 		return false
 	}
@@ -123,7 +123,7 @@ func (a *arena) leaveRewind() bool {
 
 // window is the timeline's right edge and the cursor's bucket (-1 without rewind): in rewind the
 // view stays where it was when rewind began, and moves only to keep the cursor on screen.
-func (a *arena) window(cols int) (end, cur int64) {
+func (a *board) window(cols int) (end, cur int64) {
 	end, cur = a.bucket(a.now), -1
 	if a.rw == nil {
 		return end, cur
@@ -140,7 +140,7 @@ var sCursor = lipgloss.NewStyle().Reverse(true)
 
 // rewindLines say what happened at the cursor: where it is, when, and the event in words, on at
 // most two lines.
-func (a *arena) rewindLines(w int) []string {
+func (a *board) rewindLines(w int) []string {
 	if a.rw == nil {
 		return nil
 	}
@@ -155,19 +155,19 @@ func (a *arena) rewindLines(w int) []string {
 
 // said is event i in words (sim's, as the log says them), with the lock as it stood after it
 // where that is the news.
-func (a *arena) said(i int) string {
+func (a *board) said(i int) string {
 	s := a.hist.at(i)
 	e := s.ev
 	who := fmt.Sprintf("buyer %d", e.Buyer)
 	on := a.onNode(e.Node)
 	switch e.Kind {
-	case sim.EvStart:
+	case referee.EvStart:
 		return fmt.Sprintf("%s starts order %d", who, e.Order)
-	case sim.EvCommand, sim.EvEnter:
+	case referee.EvCommand, referee.EvEnter:
 		return e.Words() + "; " + a.lockAt(s)
-	case sim.EvReleased, sim.EvExpired, sim.EvLost:
+	case referee.EvReleased, referee.EvExpired, referee.EvLost:
 		return e.Words() + "; " + a.lockAt(s)
-	case sim.EvAcquired:
+	case referee.EvAcquired:
 		got := fmt.Sprintf("the lock%s is %s's, %s", on, who, a.freshTTL(i))
 		if a.multi() {
 			got += fmt.Sprintf("; %s holds %d of %d nodes", who, holds(s.nodes, e.Buyer), len(s.nodes))
@@ -186,7 +186,7 @@ func (a *arena) said(i int) string {
 }
 
 // lockAt is the lock after snap s, in words.
-func (a *arena) lockAt(s snap) string {
+func (a *board) lockAt(s snap) string {
 	switch {
 	case a.noLock:
 		return "this step takes no lock"
@@ -201,22 +201,22 @@ func (a *arena) lockAt(s snap) string {
 }
 
 // lockCommand is the lock command whose answer event i is (see commandBefore).
-func (a *arena) lockCommand(i int) string {
+func (a *board) lockCommand(i int) string {
 	return a.commandBefore(i-1, a.hist.at(i).ev)
 }
 
 // commandBefore is the lock command whose answer e is, in words: e's buyer's latest command on the
 // lock (on e's node) at or before event j, since its previous event about the lock; "" if none.
-func (a *arena) commandBefore(j int, e sim.Event) string {
+func (a *board) commandBefore(j int, e referee.Event) string {
 	for stop := max(a.hist.base, j-64); j >= stop; j-- {
 		p := a.hist.at(j).ev
 		if p.Buyer != e.Buyer {
 			continue
 		}
-		if p.Kind == sim.EvAcquired && p.Node != e.Node {
+		if p.Kind == referee.EvAcquired && p.Node != e.Node {
 			continue // a quorum lock's answer on another node
 		}
-		if p.Kind != sim.EvCommand {
+		if p.Kind != referee.EvCommand {
 			return ""
 		}
 		if p.Cmd != nil && p.Cmd.OnLock && p.Cmd.Node == e.Node {
@@ -228,7 +228,7 @@ func (a *arena) commandBefore(j int, e sim.Event) string {
 
 // freshTTL is a lock's TTL when event i wrote it: none when SETNX (which cannot set one) wrote
 // it, else the arena's.
-func (a *arena) freshTTL(i int) string {
+func (a *board) freshTTL(i int) string {
 	if a.hist.at(i).nodes[a.hist.at(i).ev.Node].noTTL {
 		return "no TTL: held until deleted"
 	}
@@ -236,7 +236,7 @@ func (a *arena) freshTTL(i int) string {
 }
 
 // ttlLeft is the TTL a node's lock had left at time at, reckoned from its holder's last write.
-func (a *arena) ttlLeft(nv nodeView, at time.Duration) string {
+func (a *board) ttlLeft(nv nodeView, at time.Duration) string {
 	if nv.noTTL {
 		return "no TTL: held until deleted"
 	}
@@ -248,12 +248,12 @@ func (a *arena) ttlLeft(nv nodeView, at time.Duration) string {
 }
 
 // lossAt is what lost a lock at event i: the restart or failover just before it.
-func (a *arena) lossAt(i int) string {
+func (a *board) lossAt(i int) string {
 	for j := i - 1; j >= max(a.hist.base, i-64); j-- {
 		switch a.hist.at(j).ev.Kind {
-		case sim.EvRestart:
+		case referee.EvRestart:
 			return "restart"
-		case sim.EvFailover:
+		case referee.EvFailover:
 			return "failover"
 		}
 	}

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/exp/golden"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -80,8 +81,8 @@ func TestRewindWaitsForHeldOrders(t *testing.T) {
 	m := newModel(tuiOptions{offline: true})
 	defer m.shutdown()
 	m.scr = scrArena
-	m.ar = newArena("", sim.DefaultTiming(), 10, "k", true, 1)
-	m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvStart, Buyer: 1, Order: 1})
+	m.ar = newArena("", history.DefaultTiming(), 10, "k", true, 1)
+	m.ar.apply(referee.Event{At: time.Millisecond, Kind: referee.EvStart, Buyer: 1, Order: 1})
 	press(m, ",")
 	if m.ar.rw != nil || !strings.Contains(m.msg, "hold the orders first (space)") {
 		t.Fatalf("live, not held: %q", m.msg)
@@ -91,8 +92,8 @@ func TestRewindWaitsForHeldOrders(t *testing.T) {
 	if m.ar.rw == nil || !strings.Contains(m.View(), "buyer 1 starts order 1") || !strings.Contains(m.View(), ",/. rewind") {
 		t.Fatalf("live, held:\n%s", m.View())
 	}
-	m.ar = newArena(steps.Slow, sim.DefaultTiming(), -1, "k", true, 1)
-	m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvStart, Buyer: 1, Order: 1})
+	m.ar = newArena(steps.Slow, history.DefaultTiming(), -1, "k", true, 1)
+	m.ar.apply(referee.Event{At: time.Millisecond, Kind: referee.EvStart, Buyer: 1, Order: 1})
 	press(m, ".")
 	if m.ar.rw != nil || !strings.Contains(m.msg, "once the scenario has finished") {
 		t.Fatalf("a scenario under way: %q", m.msg)
@@ -101,17 +102,17 @@ func TestRewindWaitsForHeldOrders(t *testing.T) {
 
 // quorumRun is step 15's restart as sim tells it: buyer 1 takes lock-1 and lock-2 (it missed
 // lock-3), lock-1 restarts and forgets, buyer 2 takes lock-1 and lock-3.
-var quorumRun = []sim.Event{
-	{At: 1 * time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "EVAL", OnLock: true, Node: 0, Label: "EVAL lock @1", Long: "EVAL lock on lock-1"}},
-	{At: 2 * time.Millisecond, Kind: sim.EvCommand, Buyer: 1, Cmd: &sim.Command{Name: "EVAL", OnLock: true, Node: 1, Label: "EVAL lock @2", Long: "EVAL lock on lock-2"}},
-	{At: 3 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 1, Node: 0, On: "lock-1"},
-	{At: 4 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 1, Node: 1, On: "lock-2"},
-	{At: 40 * time.Millisecond, Kind: sim.EvRestart, Node: 0, OK: true},
-	{At: 40 * time.Millisecond, Kind: sim.EvLost, Other: 1, Node: 0, On: "lock-1"},
-	{At: 50 * time.Millisecond, Kind: sim.EvCommand, Buyer: 2, Cmd: &sim.Command{Name: "EVAL", OnLock: true, Node: 0, Label: "EVAL lock @1", Long: "EVAL lock on lock-1"}},
-	{At: 51 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 2, Node: 0, On: "lock-1"},
-	{At: 52 * time.Millisecond, Kind: sim.EvCommand, Buyer: 2, Cmd: &sim.Command{Name: "EVAL", OnLock: true, Node: 2, Label: "EVAL lock @3", Long: "EVAL lock on lock-3"}},
-	{At: 53 * time.Millisecond, Kind: sim.EvAcquired, Buyer: 2, Node: 2, On: "lock-3"},
+var quorumRun = []referee.Event{
+	{At: 1 * time.Millisecond, Kind: referee.EvCommand, Buyer: 1, Cmd: &referee.Command{Name: "EVAL", OnLock: true, Node: 0, Label: "EVAL lock @1", Long: "EVAL lock on lock-1"}},
+	{At: 2 * time.Millisecond, Kind: referee.EvCommand, Buyer: 1, Cmd: &referee.Command{Name: "EVAL", OnLock: true, Node: 1, Label: "EVAL lock @2", Long: "EVAL lock on lock-2"}},
+	{At: 3 * time.Millisecond, Kind: referee.EvAcquired, Buyer: 1, Node: 0, On: "lock-1"},
+	{At: 4 * time.Millisecond, Kind: referee.EvAcquired, Buyer: 1, Node: 1, On: "lock-2"},
+	{At: 40 * time.Millisecond, Kind: referee.EvRestart, Node: 0, OK: true},
+	{At: 40 * time.Millisecond, Kind: referee.EvLost, Other: 1, Node: 0, On: "lock-1"},
+	{At: 50 * time.Millisecond, Kind: referee.EvCommand, Buyer: 2, Cmd: &referee.Command{Name: "EVAL", OnLock: true, Node: 0, Label: "EVAL lock @1", Long: "EVAL lock on lock-1"}},
+	{At: 51 * time.Millisecond, Kind: referee.EvAcquired, Buyer: 2, Node: 0, On: "lock-1"},
+	{At: 52 * time.Millisecond, Kind: referee.EvCommand, Buyer: 2, Cmd: &referee.Command{Name: "EVAL", OnLock: true, Node: 2, Label: "EVAL lock @3", Long: "EVAL lock on lock-3"}},
+	{At: 53 * time.Millisecond, Kind: referee.EvAcquired, Buyer: 2, Node: 2, On: "lock-3"},
 }
 
 // TestQuorumNodes: a quorum lock's owner is the majority's; its LOCK line and one line per node
@@ -121,7 +122,7 @@ func TestQuorumNodes(t *testing.T) {
 	defer m.shutdown()
 	press(m, "15")
 	m.scr = scrArena
-	m.ar = newArena(steps.Restart, sim.DefaultTiming(), -1, "k", true, 3)
+	m.ar = newArena(steps.Restart, history.DefaultTiming(), -1, "k", true, 3)
 	owners := []int{0, 0, 0, 1, 1, 0, 0, 0, 0, 2}
 	for i, e := range quorumRun {
 		m.ar.apply(e)
@@ -129,7 +130,7 @@ func TestQuorumNodes(t *testing.T) {
 			t.Fatalf("after %v the owner is %d, want %d", e, m.ar.owner, owners[i])
 		}
 	}
-	m.ar.finish(&sim.Report{Scenario: "restart", InitialStock: 3, FinalStock: 2, Confirmed: 2}, nil)
+	m.ar.finish(&referee.Report{Scenario: "restart", InitialStock: 3, FinalStock: 2, Confirmed: 2}, nil)
 	v := flat(m)
 	for _, w := range []string{"LOCK owner buyer 2 · a majority: 2 of 3 nodes", "lock-1 buyer 2 · TTL ≈",
 		"restarted without persistence: it forgot its keys", "lock-2 buyer 1 · TTL ≈", "lock-3 buyer 2 · TTL ≈", "R?"} {
@@ -160,9 +161,9 @@ func TestFencedWriteIsSaid(t *testing.T) {
 	defer m.shutdown()
 	press(m, "16")
 	m.scr = scrArena
-	m.ar = newArena(steps.Pause, sim.DefaultTiming(), -1, "k", true, 1)
-	m.ar.apply(sim.Event{At: time.Millisecond, Kind: sim.EvFenced, Buyer: 1, Token: 1, Write: true})
-	m.ar.finish(&sim.Report{Scenario: "pause", InitialStock: 3, FinalStock: 2, Confirmed: 1}, nil)
+	m.ar = newArena(steps.Pause, history.DefaultTiming(), -1, "k", true, 1)
+	m.ar.apply(referee.Event{At: time.Millisecond, Kind: referee.EvFenced, Buyer: 1, Token: 1, Write: true})
+	m.ar.finish(&referee.Report{Scenario: "pause", InitialStock: 3, FinalStock: 2, Confirmed: 1}, nil)
 	v := flat(m)
 	if !strings.Contains(v, "1 stale write refused (token too low)") || !strings.Contains(v, "LOCK stale write refused at the inventory: buyer 1's token 1 < the highest seen") {
 		t.Errorf("a fenced write:\n%s", m.View())
@@ -188,7 +189,7 @@ func TestGoldenArenaRewind80x24(t *testing.T) {
 	loadRecorded(t, m)
 	at := -1 // the overlap's event
 	for i, s := range m.ar.hist.s {
-		if s.ev.Kind == sim.EvOverlap {
+		if s.ev.Kind == referee.EvOverlap {
 			at = i
 			break
 		}

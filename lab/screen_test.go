@@ -8,7 +8,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -18,30 +20,30 @@ func TestLockLineSaysOneReading(t *testing.T) {
 	m := liveArena(t, 4)
 	a := m.ar
 	a.lockKey = "lockstep:1a860bde:lock:product:1001"
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 5}) // the picture moved on
-	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "eeffe9b7bbd03aa1", TTL: 1850 * time.Millisecond, Owner: 3}, at: time.Millisecond})
+	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvAcquired, Buyer: 5}) // the picture moved on
+	a.setLock(lockReading{st: arena.LockState{Held: true, Value: "eeffe9b7bbd03aa1", TTL: 1850 * time.Millisecond, Owner: 3}, at: time.Millisecond})
 	l := a.lockLine(80)
 	if !strings.HasPrefix(l, "LOCK owner buyer 3 · TTL 1.85s left · value \"eeffe9b7bbd03…\" · key lockstep:") || ansi.StringWidth(l) > 80 {
 		t.Errorf("held: %q", l)
 	}
-	a.setLock(lockReading{st: sim.LockState{Held: false, Owner: 3}, at: 2 * time.Millisecond})
+	a.setLock(lockReading{st: arena.LockState{Held: false, Owner: 3}, at: 2 * time.Millisecond})
 	if l := a.lockLine(100); !strings.Contains(l, "free: buyer 3's lock expired in Redis, and buyer 3 does not know yet") || strings.Contains(l, "value") {
 		t.Errorf("expired: %q", l)
 	}
-	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "old", TTL: time.Second, Owner: 2}, at: time.Millisecond})
+	a.setLock(lockReading{st: arena.LockState{Held: true, Value: "old", TTL: time.Second, Owner: 2}, at: time.Millisecond})
 	if l := a.lockLine(100); strings.Contains(l, "old") {
 		t.Errorf("an older reading replaced a newer one: %q", l)
 	}
-	a.setLock(lockReading{st: sim.LockState{}, at: 3 * time.Millisecond})
+	a.setLock(lockReading{st: arena.LockState{}, at: 3 * time.Millisecond})
 	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK free · key") {
 		t.Errorf("free: %q", l)
 	}
-	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "buyer-4", TTL: -1, Owner: 4}, at: 4 * time.Millisecond})
+	a.setLock(lockReading{st: arena.LockState{Held: true, Value: "buyer-4", TTL: -1, Owner: 4}, at: 4 * time.Millisecond})
 	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 4 · no TTL: held until deleted") {
 		t.Errorf("no TTL: %q", l)
 	}
 	// An older reading never replaces a newer one.
-	a.setLock(lockReading{st: sim.LockState{}, at: 2 * time.Millisecond})
+	a.setLock(lockReading{st: arena.LockState{}, at: 2 * time.Millisecond})
 	if l := a.lockLine(100); !strings.HasPrefix(l, "LOCK owner buyer 4 ·") {
 		t.Errorf("an older reading: %q", l)
 	}
@@ -50,12 +52,12 @@ func TestLockLineSaysOneReading(t *testing.T) {
 // TestLockLaneNumbersAreWhole: past 9 buyers the lock lane writes the owner's whole number at the
 // start of each hold, never its last digit.
 func TestLockLaneNumbersAreWhole(t *testing.T) {
-	a := newArena("", sim.DefaultTiming(), 10, "k", true, 1)
+	a := newArena("", history.DefaultTiming(), 10, "k", true, 1)
 	at := func(b int) time.Duration { return time.Duration(b) * a.res }
 	for _, h := range []struct{ b, n int }{{0, 12}, {5, 3}, {9, 10}} {
-		a.apply(sim.Event{At: at(h.b), Kind: sim.EvAcquired, Buyer: h.n})
+		a.apply(referee.Event{At: at(h.b), Kind: referee.EvAcquired, Buyer: h.n})
 	}
-	a.apply(sim.Event{At: at(14), Kind: sim.EvReleased, Buyer: 10})
+	a.apply(referee.Event{At: at(14), Kind: referee.EvReleased, Buyer: 10})
 	a.advance(at(16))
 	tl := timeline{a: a}
 	tl.SetSize(40, 12)
@@ -65,9 +67,9 @@ func TestLockLaneNumbersAreWhole(t *testing.T) {
 	}
 	// holds one column long, one after another: 8, 1, 5 must not read as buyer 815
 	for _, h := range []struct{ b, n int }{{17, 8}, {18, 1}, {19, 5}} {
-		a.apply(sim.Event{At: at(h.b), Kind: sim.EvAcquired, Buyer: h.n})
+		a.apply(referee.Event{At: at(h.b), Kind: referee.EvAcquired, Buyer: h.n})
 	}
-	a.apply(sim.Event{At: at(20), Kind: sim.EvReleased, Buyer: 5})
+	a.apply(referee.Event{At: at(20), Kind: referee.EvReleased, Buyer: 5})
 	a.advance(at(22))
 	if lock := tl.View()[1]; !strings.Contains(lock, "──8═5═──") {
 		t.Errorf("short holds in a row: %q", lock)
@@ -77,10 +79,10 @@ func TestLockLaneNumbersAreWhole(t *testing.T) {
 // TestNamedBuyersAreShown: when not every lane fits, the buyers the verdict names are drawn and
 // the rest are listed, not the first lanes in order.
 func TestNamedBuyersAreShown(t *testing.T) {
-	a := newArena(steps.Contention, sim.DefaultTiming(), -1, "k", true, 1)
+	a := newArena(steps.Contention, history.DefaultTiming(), -1, "k", true, 1)
 	for n := 1; n <= 8; n++ {
-		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvStart, Buyer: n})
-		a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvDone, Buyer: n, Err: steps.ErrBusy.Error()})
+		a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvStart, Buyer: n})
+		a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvDone, Buyer: n, Err: steps.ErrBusy.Error()})
 	}
 	tl := timeline{a: a, keep: []int{8, 6, 7}}
 	tl.SetSize(80, 4)
@@ -195,9 +197,9 @@ func TestNewFaultKeys(t *testing.T) {
 			t.Errorf("help lacks %q", want)
 		}
 	}
-	for f, want := range map[sim.Fault]string{
-		sim.FaultPartition: "partition → buyer 3: inside its work, its link to the lock server is cut",
-		sim.FaultSecond:    "second → buyer 3: its process starts a second order now",
+	for f, want := range map[history.Fault]string{
+		history.FaultPartition: "partition → buyer 3: inside its work, its link to the lock server is cut",
+		history.FaultSecond:    "second → buyer 3: its process starts a second order now",
 	} {
 		if got := injectAnswer(injectMsg{f: f, who: 3}, false, "i"); !strings.HasPrefix(got, want) {
 			t.Errorf("%s: %q", f, got)
@@ -245,8 +247,8 @@ func TestRetiredBuyersAreNamedSo(t *testing.T) {
 	a := m.ar
 	a.roster.sync([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 	a.roster.sync([]int{1})
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvAcquired, Buyer: 12})
-	a.setLock(lockReading{st: sim.LockState{Held: true, Value: "t", TTL: time.Second, Owner: 12}, at: time.Millisecond})
+	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvAcquired, Buyer: 12})
+	a.setLock(lockReading{st: arena.LockState{Held: true, Value: "t", TTL: time.Second, Owner: 12}, at: time.Millisecond})
 	if l := a.lockLine(100); !strings.Contains(l, "owner buyer 12 (retired)") {
 		t.Errorf("%q", l)
 	}
@@ -260,8 +262,8 @@ func TestLatestViolationIsNotCut(t *testing.T) {
 	m := liveArena(t, 2)
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	a := m.ar
-	a.apply(sim.Event{At: time.Millisecond, Kind: sim.EvViolation, Viol: steps.LostSales, Sentence: "buyer 2 was turned away while 100 units were on the shelf"})
-	a.apply(sim.Event{At: 2 * time.Millisecond, Kind: sim.EvViolation, Viol: steps.Stuck,
+	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvViolation, Viol: steps.LostSales, Sentence: "buyer 2 was turned away while 100 units were on the shelf"})
+	a.apply(referee.Event{At: 2 * time.Millisecond, Kind: referee.EvViolation, Viol: steps.Stuck,
 		Sentence: "the lock is still held by buyer 4, whose process crashed, while 91 units remain: nobody can buy them"})
 	if v := m.View(); !strings.Contains(v, "nobody can buy them") {
 		t.Fatalf("the latest violation is cut:\n%s", v)
@@ -273,33 +275,33 @@ func TestLatestViolationIsNotCut(t *testing.T) {
 // second order waits; another message in between stops it.
 func TestFaultThenWhatCameOfIt(t *testing.T) {
 	m := liveArena(t, 9)
-	m.injected(injectMsg{gen: m.gen, f: sim.FaultSecond, who: 3})
+	m.injected(injectMsg{gen: m.gen, f: history.FaultSecond, who: 3})
 	said := m.msg
-	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
+	m.follow(referee.Event{Kind: referee.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
 	if m.msg != said {
 		t.Fatalf("another pair's overlap: %q", m.msg)
 	}
 	const ov = "two orders of buyer 3 were both inside the critical section for 41 ms"
-	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 3, Other: 3, Sentence: ov})
+	m.follow(referee.Event{Kind: referee.EvOverlap, Buyer: 3, Other: 3, Sentence: ov})
 	if m.msg != said+"; then: "+ov || m.after != nil {
 		t.Fatalf("then: %q", m.msg)
 	}
 	// the second order's start reaches the picture before the key's answer does
-	m.ar.apply(sim.Event{Kind: sim.EvStart, Buyer: 3, Order: 6})
-	m.ar.apply(sim.Event{Kind: sim.EvEnter, Buyer: 3, Order: 6})
-	m.ar.apply(sim.Event{Kind: sim.EvStart, Buyer: 3, Order: 7})
-	m.injected(injectMsg{gen: m.gen, f: sim.FaultSecond, who: 3})
-	for _, e := range []sim.Event{{Kind: sim.EvStart, Buyer: 3, Order: 8}, {Kind: sim.EvDone, Buyer: 3, Order: 8, Sold: true}, {Kind: sim.EvExit, Buyer: 3, Order: 6}, {Kind: sim.EvDone, Buyer: 3, Order: 6, Sold: true},
-		{Kind: sim.EvEnter, Buyer: 3, Order: 7}} {
+	m.ar.apply(referee.Event{Kind: referee.EvStart, Buyer: 3, Order: 6})
+	m.ar.apply(referee.Event{Kind: referee.EvEnter, Buyer: 3, Order: 6})
+	m.ar.apply(referee.Event{Kind: referee.EvStart, Buyer: 3, Order: 7})
+	m.injected(injectMsg{gen: m.gen, f: history.FaultSecond, who: 3})
+	for _, e := range []referee.Event{{Kind: referee.EvStart, Buyer: 3, Order: 8}, {Kind: referee.EvDone, Buyer: 3, Order: 8, Sold: true}, {Kind: referee.EvExit, Buyer: 3, Order: 6}, {Kind: referee.EvDone, Buyer: 3, Order: 6, Sold: true},
+		{Kind: referee.EvEnter, Buyer: 3, Order: 7}} {
 		m.ar.apply(e)
 		m.follow(e)
 	}
 	if !strings.HasSuffix(m.msg, "then: buyer 3's second order waited its turn: it went in only once its other order had returned") {
 		t.Fatalf("waits: %q", m.msg)
 	}
-	m.injected(injectMsg{gen: m.gen, f: sim.FaultPartition, who: 1})
+	m.injected(injectMsg{gen: m.gen, f: history.FaultPartition, who: 1})
 	m.msg = "orders resumed"
-	m.follow(sim.Event{Kind: sim.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
+	m.follow(referee.Event{Kind: referee.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
 	if m.msg != "orders resumed" {
 		t.Fatalf("a newer message was overwritten: %q", m.msg)
 	}

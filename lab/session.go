@@ -10,8 +10,10 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -20,7 +22,7 @@ import (
 type session struct {
 	gen    int
 	env    redisenv.Env
-	live   *sim.Live
+	live   *arena.Live
 	feed   *feed
 	cancel context.CancelFunc // a canned run
 	ran    chan struct{}      // closed when the canned run returned
@@ -28,18 +30,18 @@ type session struct {
 	wg     sync.WaitGroup     // a search's scenario under way
 	start  time.Time
 
-	// a canned run's arena, from sim.Config.OnArena until sim.Run returns: the lock is read
+	// a canned run's arena, from arena.Config.OnArena until arena.Run returns: the lock is read
 	// from it as a live session's is. Hazard: never kept past the run (OnArena's rule); mu
 	// also keeps the run from ending while a reading is under way.
 	mu      sync.Mutex
-	arena   *sim.Arena
+	board   *arena.Arena
 	stopped bool // stop has begun: no fault may reach the live buyers any more
 }
 
 // setArena is OnArena: the canned run's arena, or nil once the run is over.
-func (s *session) setArena(a *sim.Arena) {
+func (s *session) setArena(a *arena.Arena) {
 	s.mu.Lock()
-	s.arena = a
+	s.board = a
 	if a != nil {
 		s.start = time.Now().Add(-a.Since()) // the arena's clock, not the lab's
 	}
@@ -50,10 +52,10 @@ func (s *session) setArena(a *sim.Arena) {
 func (s *session) readLock(ctx context.Context, r *lockReading, quorum bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.arena == nil {
+	if s.board == nil {
 		return false
 	}
-	r.read(ctx, s.arena, quorum)
+	r.read(ctx, s.board, quorum)
 	return true
 }
 
@@ -141,13 +143,13 @@ func (m *model) shutdown() {
 }
 
 // timing is the arena's clock at the lab's speed.
-func (m *model) timing() sim.Timing { return sim.DefaultTiming().Scaled(m.slow) }
+func (m *model) timing() history.Timing { return history.DefaultTiming().Scaled(m.slow) }
 
 // prepareArena sets up the screen's arena for scenario ("" for live buyers) and opens a fresh
 // backend and event feed for it. It returns a nil Env when there is nothing to run: offline, or
 // Redis could not start (m.msg then says why).
-func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (redisenv.Env, *feed) {
-	m.ar = newArena(scenario, t, stock, sim.LockName, true, m.step().Nodes)
+func (m *model) prepareArena(scenario steps.Scenario, t history.Timing, stock int) (redisenv.Env, *feed) {
+	m.ar = newArena(scenario, t, stock, arena.LockName, true, m.step().Nodes)
 	m.ar.noLock = course.TakesNoLock(m.step())
 	if m.opt.offline {
 		return nil, nil
@@ -157,7 +159,7 @@ func (m *model) prepareArena(scenario steps.Scenario, t sim.Timing, stock int) (
 		m.msg = "cannot start Redis: " + err.Error()
 		return nil, nil
 	}
-	m.ar.lockKey, m.ar.canFail = env.Prefix()+sim.LockName, env.Nodes()[0].CanFailover()
+	m.ar.lockKey, m.ar.canFail = env.Prefix()+arena.LockName, env.Nodes()[0].CanFailover()
 	return env, newFeed(m.gen)
 }
 
@@ -170,7 +172,7 @@ func (m *model) startLive() tea.Cmd {
 	if env == nil {
 		return nil
 	}
-	live, err := sim.StartLive(sim.Config{Step: m.step(), Env: env, Timing: t, Stock: m.opt.stock, OnEvent: f.push}, m.buyers)
+	live, err := arena.StartLive(arena.Config{Step: m.step(), Env: env, Timing: t, Stock: m.opt.stock, OnEvent: f.push}, m.buyers)
 	if err != nil {
 		env.Close()
 		m.msg = "cannot start the arena: " + err.Error()
@@ -215,7 +217,7 @@ func (m *model) playBreak(sc steps.Scenario) tea.Cmd {
 	m.sess = s
 	go func() {
 		defer close(s.ran)
-		var rep *sim.Report
+		var rep *referee.Report
 		var err error
 		defer func() {
 			if r := recover(); r != nil {
@@ -223,7 +225,7 @@ func (m *model) playBreak(sc steps.Scenario) tea.Cmd {
 			}
 			f.finish(rep, err)
 		}()
-		rep, err = sim.Run(ctx, sim.Config{Step: st, Env: env, Timing: t, OnEvent: f.push, OnArena: s.setArena}, sc)
+		rep, err = arena.Run(ctx, arena.Config{Step: st, Env: env, Timing: t, OnEvent: f.push, OnArena: s.setArena}, sc)
 		s.setArena(nil)
 	}()
 	return tea.Batch(f.next(), m.tick())
@@ -268,7 +270,7 @@ func (m *model) tickIn(msg tickMsg) tea.Cmd {
 }
 
 // finishBreak takes a canned run's report, and after a break works out the hand-off.
-func (m *model) finishBreak(rep *sim.Report, err error) {
+func (m *model) finishBreak(rep *referee.Report, err error) {
 	m.ar.finish(rep, err)
 	st := m.step()
 	switch {
@@ -288,7 +290,7 @@ func (m *model) finishBreak(rep *sim.Report, err error) {
 type searchMsg struct {
 	gen int
 	i   int // the scenario's index in steps.Scenarios
-	rep *sim.Report
+	rep *referee.Report
 	err error
 }
 
@@ -336,7 +338,7 @@ func (m *model) searchNext(i int) tea.Cmd {
 			return
 		}
 		defer env.Close()
-		out.rep, out.err = sim.Run(s.ctx, sim.Config{Step: st, Env: env}, sc)
+		out.rep, out.err = arena.Run(s.ctx, arena.Config{Step: st, Env: env}, sc)
 		return
 	}
 }
@@ -349,7 +351,7 @@ func (m *model) searchIn(msg searchMsg) tea.Cmd {
 	}
 	sc, t := steps.Scenarios[msg.i], &m.search
 	switch {
-	case errors.Is(msg.err, sim.ErrCannotStage):
+	case errors.Is(msg.err, arena.ErrCannotStage):
 		t.unstaged = append(t.unstaged, string(sc))
 	case msg.err != nil:
 		m.msg = fmt.Sprintf("the search stopped at %s: %s", sc, oneLine(msg.err.Error()))

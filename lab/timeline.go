@@ -10,7 +10,7 @@ import (
 // timeline draws the arena's lanes: a ruler, the lock server's lane and one lane per buyer, time
 // running left to right up to now; in rewind (rewind.go), a marker column at the cursor.
 type timeline struct {
-	a       *arena
+	a       *board
 	w, rows int   // columns, and lines for buyer lanes at most
 	keep    []int // buyers to show first when not all fit: those a sentence on screen names
 	buf     []column

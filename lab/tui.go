@@ -95,7 +95,7 @@ type state struct {
 	steps []*steps.Step
 	cur   int    // index into steps
 	msg   string // the answer to the last key
-	ar    *arena // the picture of the session on screen; nil when none
+	ar    *board // the picture of the session on screen; nil when none
 	// handoff, after a canned run broke a step, is where the lab sends the learner; it lasts
 	// until the next session starts or the learner leaves the arena.
 	handoff *course.Handoff

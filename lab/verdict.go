@@ -3,7 +3,7 @@ package main
 import (
 	"slices"
 
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -13,7 +13,7 @@ import (
 // counts (the SHOP line's numbers) and says what the referee could not judge.
 
 // oversold is the units sold that never left the shelf.
-func (a *arena) oversold() int {
+func (a *board) oversold() int {
 	if a.initial < 0 {
 		return 0
 	}
@@ -21,13 +21,13 @@ func (a *arena) oversold() int {
 }
 
 // cmds is every Redis command the session sent, the ones the feed dropped included.
-func (a *arena) cmds() int { return a.commands + a.drops }
+func (a *board) cmds() int { return a.commands + a.drops }
 
 // perOrder is Redis commands per confirmed order.
-func (a *arena) perOrder() float64 { return float64(a.cmds()) / float64(max(a.confirmed, 1)) }
+func (a *board) perOrder() float64 { return float64(a.cmds()) / float64(max(a.confirmed, 1)) }
 
 // judged tells whether kind k counts in this session: a scenario judges only its own kinds.
-func (a *arena) judged(k steps.Kind) bool {
+func (a *board) judged(k steps.Kind) bool {
 	if a.scenario == "" {
 		return true
 	}
@@ -36,7 +36,7 @@ func (a *arena) judged(k steps.Kind) bool {
 
 // violated tells whether the referee found kind k, and its sentence (said when it found it; the
 // SHOP line has the numbers as they are now).
-func (a *arena) violated(k steps.Kind) (string, bool) {
+func (a *board) violated(k steps.Kind) (string, bool) {
 	s, ok := a.viol[k]
 	return s, ok
 }
@@ -47,7 +47,7 @@ const notLive = steps.Idle
 
 // unjudged tells whether kind k, judged here, has no verdict (yet): a finished run's referee
 // could not judge it (its report says why), or it is judged only when a run ends.
-func (a *arena) unjudged(k steps.Kind) bool {
+func (a *board) unjudged(k steps.Kind) bool {
 	switch {
 	case !a.judged(k):
 		return false
@@ -63,7 +63,7 @@ func (a *arena) unjudged(k steps.Kind) bool {
 
 // blindLines say, for a finished run, what the referee could not judge and why, one line per
 // reason: "? foreign-release — not seen: …".
-func (a *arena) blindLines() []string {
+func (a *board) blindLines() []string {
 	rep := a.rep
 	if !a.done || rep == nil || rep.Complete() {
 		return nil
@@ -88,7 +88,7 @@ func (a *arena) blindLines() []string {
 
 // headline is a finished run's first violation in the referee's words, also when it could not
 // judge every kind (Headline then says only that there is no verdict).
-func headline(rep *sim.Report) string {
+func headline(rep *referee.Report) string {
 	if len(rep.Explain) == 0 {
 		return ""
 	}
@@ -99,7 +99,7 @@ func headline(rep *sim.Report) string {
 
 // firstLatest returns the first judged violation and the most recent other one (kinds, "" if
 // none), in the order the referee announced them.
-func (a *arena) firstLatest() (first, latest steps.Kind) {
+func (a *board) firstLatest() (first, latest steps.Kind) {
 	var order []steps.Kind
 	for _, k := range a.seen {
 		if a.judged(k) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -56,7 +56,7 @@ func TestBothClocks(t *testing.T) {
 			}
 			for _, r := range []struct {
 				clock string
-				rep   *sim.Report
+				rep   *referee.Report
 			}{{"the wall clock", wall}, {"virtual time", virtual}} {
 				if !r.rep.Complete() || !slices.Equal(r.rep.Violations, want) {
 					t.Errorf("%s × %s on %s: %v (complete %v), the matrix says %v\n%s", st.Slug, sc, r.clock, r.rep.Violations, r.rep.Complete(), want, r.rep.Text())

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -36,7 +36,7 @@ type Graded struct {
 	// Reports are the played cells' reports, by scenario, each with its history and its other
 	// plays' (a page of the grade draws them, and lab judge reads them back from it). A Cell
 	// keeps its report out of JSON, so the row prints as matrix -json prints one.
-	Reports map[string]*sim.Report `json:"reports,omitempty"`
+	Reports map[string]*referee.Report `json:"reports,omitempty"`
 }
 
 // cellLimit is the wall time a cell may take before the grading calls it hung. A cell plays in
@@ -63,14 +63,14 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 		os.Exit(3)
 	})
 	defer watch.Stop()
-	play := func(st *steps.Step, sc steps.Scenario) (*sim.Report, error) {
+	play := func(st *steps.Step, sc steps.Scenario) (*referee.Report, error) {
 		cur.Store(sc)
 		watch.Reset(cellLimit)
 		if bubble == nil || !Virtual(backend) {
 			return Play(st, sc, backend, nil)
 		}
 		type played struct {
-			rep   *sim.Report
+			rep   *referee.Report
 			err   error
 			stuck string // the panic of a bubble whose goroutines waited for ever
 		}
@@ -113,7 +113,7 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 	for _, c := range row {
 		if c.Report != nil {
 			if g.Reports == nil {
-				g.Reports = map[string]*sim.Report{}
+				g.Reports = map[string]*referee.Report{}
 			}
 			g.Reports[c.Scenario] = c.Report
 		}
@@ -172,8 +172,8 @@ func newestBubble(stacks string) string {
 
 // stuckReport is the report of a cell whose run could not end: every kind its scenario judges
 // is unjudged, and why says what waited.
-func stuckReport(st *steps.Step, sc steps.Scenario, why string) *sim.Report {
-	return &sim.Report{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{},
+func stuckReport(st *steps.Step, sc steps.Scenario, why string) *referee.Report {
+	return &referee.Report{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{},
 		Unjudged: steps.Judges[sc], TimedOut: why}
 }
 

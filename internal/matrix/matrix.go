@@ -10,8 +10,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -19,17 +20,17 @@ import (
 // (the backend lacks what its scenario needs); Unjudged lists the kinds the referee could not
 // judge, with Why; Explain is the referee's sentence for each violation.
 type Cell struct {
-	Step       string        `json:"step"`
-	Scenario   string        `json:"scenario"`
-	Violations []steps.Kind  `json:"violations"`
-	Explain    []sim.Finding `json:"explain,omitempty"`
-	Skipped    string        `json:"skipped,omitempty"`
-	Unjudged   []steps.Kind  `json:"unjudged,omitempty"`
-	Why        string        `json:"why,omitempty"`
+	Step       string            `json:"step"`
+	Scenario   string            `json:"scenario"`
+	Violations []steps.Kind      `json:"violations"`
+	Explain    []referee.Finding `json:"explain,omitempty"`
+	Skipped    string            `json:"skipped,omitempty"`
+	Unjudged   []steps.Kind      `json:"unjudged,omitempty"`
+	Why        string            `json:"why,omitempty"`
 	// Notes says what of the scenario did not happen as staged, or how the cell was played.
 	Notes []string `json:"notes,omitempty"`
 	// Report is the referee's report of the cell, its history with it (nil when skipped).
-	Report *sim.Report `json:"-"`
+	Report *referee.Report `json:"-"`
 }
 
 // Bubble runs a function inside a testing/synctest bubble (a test's synctest.Test), or nil to run
@@ -41,10 +42,10 @@ type Bubble func(f func())
 func Virtual(backend string) bool { return backend == "" || backend == "embedded" }
 
 // Play plays sc against st on a fresh env of backend, inside bubble when one is given and the
-// backend is Virtual. A scenario the backend cannot stage is sim.ErrCannotStage. Hazard: inside
+// backend is Virtual. A scenario the backend cannot stage is arena.ErrCannotStage. Hazard: inside
 // a bubble, the backend is opened and closed inside it, and every goroutine the run starts must
-// end with it (sim.Run ends its own; a learner's lock may not, and the bubble panics).
-func Play(st *steps.Step, sc steps.Scenario, backend string, bubble Bubble) (rep *sim.Report, err error) {
+// end with it (arena.Run ends its own; a learner's lock may not, and the bubble panics).
+func Play(st *steps.Step, sc steps.Scenario, backend string, bubble Bubble) (rep *referee.Report, err error) {
 	play := func() {
 		var env redisenv.Env
 		env, err = redisenv.Open(backend, redisenv.Options{Nodes: st.Nodes})
@@ -52,7 +53,7 @@ func Play(st *steps.Step, sc steps.Scenario, backend string, bubble Bubble) (rep
 			return
 		}
 		defer env.Close()
-		rep, err = sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+		rep, err = arena.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
 	}
 	if bubble != nil && Virtual(backend) {
 		bubble(play)
@@ -75,12 +76,12 @@ func (e *CellError) Unwrap() error { return e.Err }
 // Row plays every scenario against st through play, one after the other, and returns its row of
 // cells and how many of them have no verdict. A scenario the backend cannot stage (or a topology
 // it cannot give) is a skipped cell, not an error; any other error stops the row (a *CellError).
-func Row(st *steps.Step, play func(*steps.Step, steps.Scenario) (*sim.Report, error)) (row []Cell, incomplete int, err error) {
+func Row(st *steps.Step, play func(*steps.Step, steps.Scenario) (*referee.Report, error)) (row []Cell, incomplete int, err error) {
 	for _, sc := range steps.Scenarios {
 		rep, err := play(st, sc)
 		c := Cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
 		switch {
-		case errors.Is(err, sim.ErrCannotStage):
+		case errors.Is(err, arena.ErrCannotStage):
 			c.Skipped = strings.TrimPrefix(err.Error(), "sim: ")
 		case errors.Is(err, redisenv.ErrSingleNode):
 			c.Skipped = fmt.Sprintf("an existing server is one lock node, and %s needs %d", st.Slug, st.Nodes)
@@ -100,7 +101,7 @@ func Row(st *steps.Step, play func(*steps.Step, steps.Scenario) (*sim.Report, er
 
 // CellOf is the cell of a played report: its verdict, the referee's sentences, what it could not
 // judge and why, and the report itself.
-func CellOf(rep *sim.Report) Cell {
+func CellOf(rep *referee.Report) Cell {
 	c := Cell{Step: rep.Step, Scenario: rep.Scenario, Violations: rep.Violations, Explain: rep.Explain, Notes: rep.Notes, Report: rep}
 	if !rep.Complete() {
 		c.Unjudged, c.Why = rep.Unjudged, rep.Why()

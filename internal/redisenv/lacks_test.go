@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -94,7 +94,7 @@ func versionOf(t *testing.T, v string) (int, int) {
 }
 
 // TestURLRunRefusesWhatTheServerLacks: on an existing server without DELEX, a run of the road
-// that needs it is refused before anything is played (sim.ErrCannotStage), with a reason that
+// that needs it is refused before anything is played (arena.ErrCannotStage), with a reason that
 // names the command, the releases that have it and the server's version, and leaves no key.
 func TestURLRunRefusesWhatTheServerLacks(t *testing.T) {
 	srv := openServer(t)
@@ -115,9 +115,9 @@ func TestURLRunRefusesWhatTheServerLacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = sim.Run(ctx, sim.Config{Step: st, Env: env}, steps.Slow)
-	if !errors.Is(err, sim.ErrCannotStage) {
-		t.Fatalf("a run of side_delex on %s = %v; want sim.ErrCannotStage", server, err)
+	_, err = arena.Run(ctx, arena.Config{Step: st, Env: env}, steps.Slow)
+	if !errors.Is(err, arena.ErrCannotStage) {
+		t.Fatalf("a run of side_delex on %s = %v; want arena.ErrCannotStage", server, err)
 	}
 	for _, want := range []string{"side_delex", "DELEX", st.Needs[0].Since, server, "url"} {
 		if !strings.Contains(err.Error(), want) {

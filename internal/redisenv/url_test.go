@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 	"github.com/redis/go-redis/v9"
@@ -107,10 +107,10 @@ func checkURLLeavesOtherKeysAlone(t *testing.T, events string) {
 			if env.Backend() != "url" || env.Nodes()[0].CanFailover() {
 				t.Fatalf("backend %q, CanFailover %v", env.Backend(), env.Nodes()[0].CanFailover())
 			}
-			rep, err := sim.Run(ctx, sim.Config{Step: st, Env: env}, sc)
+			rep, err := arena.Run(ctx, arena.Config{Step: st, Env: env}, sc)
 			switch {
 			case sc == steps.Failover || sc == steps.Restart:
-				if !errors.Is(err, sim.ErrCannotStage) {
+				if !errors.Is(err, arena.ErrCannotStage) {
 					t.Errorf("%s: the %s scenario must refuse a server the lab does not own, not %v", slug, sc, err)
 				}
 			case err != nil:

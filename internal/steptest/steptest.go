@@ -13,8 +13,9 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 	"github.com/redis/go-redis/v9"
@@ -81,7 +82,7 @@ func Run(t *testing.T, st *steps.Step) {
 				t.Parallel()
 			}
 			rep, err := Play(t, st, sc)
-			if errors.Is(err, sim.ErrCannotStage) {
+			if errors.Is(err, arena.ErrCannotStage) {
 				// A failover with no replica, a restart of a server the lab does not own, a
 				// command the server does not run (Step.Needs: DELEX on redis-server 7.0). Each
 				// is what the backend that was asked for can do, not a backend that is missing,
@@ -149,12 +150,12 @@ func Bubble(t *testing.T, f func(t *testing.T)) {
 // lease and fault run on the bubble's fake clock, which moves only when every goroutine of the
 // run waits, so the run takes the same simulated time however loaded the machine is. Hazard:
 // nothing that Play's caller started may be used inside the bubble, and the run must end every
-// goroutine it started (sim.Run does) or the bubble panics.
-func Play(t *testing.T, st *steps.Step, sc steps.Scenario) (rep *sim.Report, err error) {
+// goroutine it started (arena.Run does) or the bubble panics.
+func Play(t *testing.T, st *steps.Step, sc steps.Scenario) (rep *referee.Report, err error) {
 	t.Helper()
 	if !Virtual() {
 		env := Env(t, redisenv.Options{Nodes: st.Nodes})
-		return sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+		return arena.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
 	}
 	synctest.Test(t, func(t *testing.T) {
 		env, oerr := redisenv.NewEmbeddedNodes(max(st.Nodes, 1))
@@ -163,7 +164,7 @@ func Play(t *testing.T, st *steps.Step, sc steps.Scenario) (rep *sim.Report, err
 			return
 		}
 		defer env.Close()
-		rep, err = sim.Run(context.Background(), sim.Config{Step: st, Env: env}, sc)
+		rep, err = arena.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
 	})
 	return rep, err
 }

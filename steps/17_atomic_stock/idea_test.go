@@ -7,8 +7,9 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/steps"
 	"go.uber.org/goleak"
@@ -40,8 +41,8 @@ func atomicSale(t *testing.T, st *steps.Step) {
 	env := steptest.Env(t, redisenv.Options{})
 	var mu sync.Mutex
 	done := map[string]int{} // how each order ended: "ok", "sold out", or the error
-	rep, err := sim.Run(context.Background(), sim.Config{Step: st, Env: env, OnEvent: func(e sim.Event) {
-		if e.Kind != sim.EvDone {
+	rep, err := arena.Run(context.Background(), arena.Config{Step: st, Env: env, OnEvent: func(e referee.Event) {
+		if e.Kind != referee.EvDone {
 			return
 		}
 		d := e.Err

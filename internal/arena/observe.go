@@ -1,0 +1,281 @@
+package arena
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/durable"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/redis/go-redis/v9"
+)
+
+// nodeEye is the arena's view of one lock node. Every process command to the node passes
+// observe, one at a time, so the watcher can tell what each one did to every key of the run.
+type nodeEye struct {
+	i    int
+	node redisenv.Node
+	w    redisenv.Watcher
+	// turn lets one observed command (or failover, or restart) at a time reach the node. It is
+	// held across the command's round trip: a durable.Mutex, so a bubble's clock runs on while
+	// other commands wait for it.
+	turn *durable.Mutex
+	seq  int64 // commands observed on the node: each one's place in the node's own order
+
+	held       bool // its replication is held back, for a failover to come (guarded by a.mu)
+	failedOver bool // guarded by a.mu
+}
+
+// observe sends cmds (one command, a pipeline or a transaction) of p to node with the watcher
+// looking, and records what they did.
+func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.Cmder, c *call, send func() error) error {
+	e := a.nodes[node]
+	for _, cmd := range cmds {
+		if blocking(cmd) {
+			// It may wait for a long time: it cannot have the node to itself.
+			a.recordNow(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease},
+				What: fmt.Sprintf("buyer %d sent a blocking command (%s); the referee cannot watch what such a command does", p.n, cmd.Name())})
+			return send()
+		}
+	}
+	e.turn.Lock()
+	defer e.turn.Unlock()
+	// The greedy scenario's gate is checked with the node's turn in hand, so no command that
+	// passed it earlier can slip in between the greedy buyer's release and its retry.
+	for {
+		g, shut := a.prio.shutFor(p)
+		if !shut {
+			break
+		}
+		e.turn.Unlock()
+		err := a.prio.await(ctx, p, g)
+		e.turn.Lock()
+		if err != nil {
+			return fail(cmds, err)
+		}
+	}
+	a.prio.before(p, c, cmds, node, 4*a.t.TTL)
+	defer a.prio.after(p, c)
+	var err error
+	ch, werr := e.w.Observe(context.WithoutCancel(ctx), func() { err = send() })
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if werr != nil {
+		if _, never := e.w.(blindWatcher); !never {
+			a.record(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease},
+				What: fmt.Sprintf("the referee could not see what a command did to %s: %v", e.node.Name(), werr)})
+		}
+		return err
+	}
+	if len(ch.Lapsed) > 0 {
+		due := a.Since()
+		for _, k := range ch.Lapsed {
+			if !k.Ran.IsZero() {
+				due = min(due, a.at(k.Ran))
+			}
+		}
+		a.record(history.Record{Kind: history.RecLapse, Node: node, Keys: keyChanges(ch.Lapsed), Due: due})
+	}
+	if len(ch.Unseen) > 0 {
+		a.record(history.Record{Kind: history.RecUnseen, Node: node, Keys: keyChanges(ch.Unseen)})
+	}
+	e.seq++
+	rec := history.Record{Kind: history.RecCmd, Buyer: p.n, Node: node, Cmds: a.cmds(cmds), Keys: keyChanges(ch.Keys), Seq: e.seq,
+		Atomic: len(cmds) > 1 && cmds[0].Name() == "multi"}
+	if c != nil {
+		rec.Call = c.id
+	}
+	if ch.Ambiguous {
+		rec.Ambiguous, rec.DeletesOnly, rec.ReplyZero = true, plainDeletes(cmds), replyZero(cmds)
+	}
+	for _, m := range ch.Published {
+		rec.Published = append(rec.Published, history.Message{Channel: m.Channel, Text: m.Text})
+	}
+	a.record(rec)
+	return err
+}
+
+// keyChanges turns a watcher's changes into the history's.
+func keyChanges(in []redisenv.KeyChange) []history.KeyChange {
+	out := make([]history.KeyChange, len(in))
+	for i, k := range in {
+		out[i] = history.KeyChange{Key: k.Key, Before: k.Before.Print, After: k.After.Print, TTL: k.TTL}
+	}
+	return out
+}
+
+// cmds is cmds as the history keeps them: names and arguments, the run's prefix taken off key
+// names, MULTI and EXEC left out.
+func (a *Arena) cmds(cmds []redis.Cmder) []history.Cmd {
+	cmds = payload(cmds)
+	out := make([]history.Cmd, 0, len(cmds))
+	for _, c := range cmds {
+		args := c.Args()
+		x := history.Cmd{Name: c.Name()}
+		for _, arg := range args[1:] {
+			s := fmt.Sprint(arg)
+			if len(s) > 200 {
+				s = s[:200] + "…" // a script's body: its first lines say what it is
+			}
+			x.Args = append(x.Args, strings.TrimPrefix(s, a.prefix))
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// failover kills e's primary and promotes its replica, and records what the promoted replica
+// lost. The caller holds e.turn, not a.mu.
+func (a *Arena) failover(e *nodeEye) error {
+	return a.nodeChange(e, history.NodeFailover, e.node.Failover)
+}
+
+// Restart restarts lock node i without persistence: it forgets every key, the lock with them.
+func (a *Arena) Restart(i int) error {
+	if i < 0 || i >= len(a.nodes) {
+		return fmt.Errorf("sim: there is no lock node %d", i+1)
+	}
+	e := a.nodes[i]
+	e.turn.Lock()
+	defer e.turn.Unlock()
+	return a.nodeChange(e, history.NodeRestart, e.node.Restart)
+}
+
+// nodeChange runs change (a failover or a restart) on e's node and records what the node lost:
+// every key the referee knew there that the node has no more, or has another value. The caller
+// holds e.turn.
+func (a *Arena) nodeChange(e *nodeEye, what string, change func(context.Context) error) error {
+	ctx := context.Background()
+	if err := change(ctx); err != nil {
+		a.recordNow(history.Record{Kind: history.RecNode, What: what, Node: e.i, Err: err.Error()})
+		return err
+	}
+	now, err := e.w.Resync(ctx)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if what == history.NodeFailover {
+		e.failedOver = true
+	}
+	if err != nil {
+		a.record(history.Record{Kind: history.RecNode, What: what, Node: e.i, OK: true})
+		a.record(history.Record{Kind: history.RecBlind, What: "after the " + what + " the referee cannot see the lock: " + err.Error(), Kinds: []steps.Kind{steps.ForeignRelease}})
+		return nil
+	}
+	have := map[string]redisenv.KeyValue{}
+	for _, kv := range now {
+		have[kv.Key] = kv
+	}
+	var lost []history.KeyChange
+	for key, value := range a.ref.Values(e.i) {
+		if kv, ok := have[key]; !ok || kv.Value.Print != value {
+			lost = append(lost, history.KeyChange{Key: key, Before: value, After: kv.Value.Print, TTL: kv.TTL})
+		}
+	}
+	a.record(history.Record{Kind: history.RecNode, What: what, Node: e.i, OK: true, Keys: lost})
+	return nil
+}
+
+// ArmFailover makes the next Lock call that writes on node i, whoever makes it, skip the
+// replica, and fails the node over right after that call returns.
+func (a *Arena) ArmFailover(i int) error {
+	if i < 0 || i >= len(a.nodes) {
+		return fmt.Errorf("sim: there is no lock node %d", i+1)
+	}
+	return a.armFailover(i, 0)
+}
+
+// armFailover holds node i's replication back now and fails the node over after the next Lock
+// call of buyer (0: anyone) that returns holding a lock written on node i.
+func (a *Arena) armFailover(i, buyer int) error {
+	e := a.nodes[i]
+	if !e.node.CanFailover() {
+		return fmt.Errorf("sim: the %s backend has no replica to fail over to", a.env.Backend())
+	}
+	a.mu.Lock()
+	if e.failedOver {
+		a.mu.Unlock()
+		return errors.New("sim: the replica was already promoted; reset to fail over again")
+	}
+	held := e.held
+	e.held = true
+	a.stage.failover = &armed{node: i, buyer: buyer, strike: a.failoverNow(i)}
+	a.mu.Unlock()
+	if !held {
+		e.node.HoldReplication()
+	}
+	return nil
+}
+
+// LockState is what the lock server says about the lock right now.
+type LockState struct {
+	Held       bool
+	Key        string        // the key read: the holder's first key on the node, else the shop's lock key
+	Value      string        // its value in words: a string's value, a hash's fields
+	TTL        time.Duration // remaining; -1 when the key has no expiry
+	Owner      int           // the buyer whose lock it is, 0 if none or unknown
+	FailedOver bool          // the replica has been promoted
+}
+
+// Lock reads the lock on the first node: its value, remaining TTL, and whose it is, all from one
+// reading.
+func (a *Arena) Lock(ctx context.Context) LockState { return a.lockOn(ctx, a.nodes[0]) }
+
+// Locks reads the lock on every node, in node order: a quorum lock is held where a majority of
+// them say so.
+func (a *Arena) Locks(ctx context.Context) []LockState {
+	out := make([]LockState, len(a.nodes))
+	for i, e := range a.nodes {
+		out[i] = a.lockOn(ctx, e)
+	}
+	return out
+}
+
+// NodeNames names the lock nodes, in node order.
+func (a *Arena) NodeNames() []string {
+	names := make([]string, len(a.nodes))
+	for i, e := range a.nodes {
+		names[i] = e.node.Name()
+	}
+	return names
+}
+
+// lockOn reads the lock on e: the key of an active hold there (the shop's lock key when no hold
+// has one), as the watcher reads it now.
+func (a *Arena) lockOn(ctx context.Context, e *nodeEye) LockState {
+	// The node's turn is held across the reading, so no command reaches the node between the
+	// referee's answer (whose hold) and the watcher's (what the key holds): they describe one
+	// moment, and the owner and the value agree.
+	e.turn.Lock()
+	defer e.turn.Unlock()
+	a.mu.Lock()
+	key, owner, ok := a.ref.HeldKey(e.i)
+	if !ok {
+		key = LockName
+	}
+	st := LockState{FailedOver: e.failedOver, Key: key}
+	a.mu.Unlock()
+	v, ttl, err := e.w.Peek(ctx, key)
+	if err != nil || !v.Exists {
+		return st
+	}
+	st.Held, st.Value, st.TTL, st.Owner = true, v.Text, ttl, owner
+	return st
+}
+
+// blindWatcher stands in for a watcher the node would not give (a user not allowed to read the
+// lock, say): every command still goes out, and every observation fails with the reason.
+type blindWatcher struct{ err error }
+
+func (w blindWatcher) Observe(ctx context.Context, send func()) (redisenv.Change, error) {
+	send()
+	return redisenv.Change{}, w.err
+}
+func (w blindWatcher) Peek(context.Context, string) (redisenv.Value, time.Duration, error) {
+	return redisenv.Value{}, 0, w.err
+}
+func (w blindWatcher) Resync(context.Context) ([]redisenv.KeyValue, error) { return nil, w.err }
+func (w blindWatcher) Close() error                                        { return nil }

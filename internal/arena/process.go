@@ -1,0 +1,530 @@
+package arena
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/redis/go-redis/v9"
+)
+
+// process is one simulated buyer process: its own Redis clients (one per lock node, one to the
+// inventory), its own Locker, its goroutines. Every command it sends passes its hooks, which are
+// its network: freezes, crashes, partitions and the round trip act there. Hazard: Go cannot kill a
+// goroutine, so a crashed process's code may still run; the hooks make sure none of it reaches
+// Redis.
+type process struct {
+	a      *Arena
+	n      int // buyers count from 1; the end-of-run probe is 0
+	name   string
+	lock   []*redis.Client // one per lock node
+	inv    *redis.Client
+	locker *observedLocker
+	ctx    context.Context // ends when the process dies or the arena closes
+	kill   context.CancelFunc
+	dead   chan struct{}
+	wg     sync.WaitGroup // goroutines started through Proc.Go
+
+	mu        sync.Mutex
+	frozen    outage          // the whole process stops (a stop-the-world pause)
+	cut       outage          // its links to the lock nodes are down (a partition); the inventory's are not
+	blocked   []chan struct{} // per lock node: open (closed) unless a scenario keeps this process off it
+	refused   []bool          // per lock node: its commands there fail at once (the node is down for it)
+	skew      time.Duration   // how far its wall clock runs ahead (Proc.Now)
+	conns     map[*procConn]struct{}
+	armed     history.Fault  // a fault waiting for its moment
+	race      *unlockRace    // the unlock-race fault, armed
+	calls     map[*call]bool // Lock and Unlock calls under way
+	lockCalls int            // Lock calls made (guarded by the arena's mu)
+	poke      chan struct{}  // wakes the work when a fault is injected into it
+	orders    int            // orders started
+	current   []*order       // orders under way
+	lastDone  time.Duration  // when its last order ended
+
+	// witness, set by a scripted scenario, closes when the buyer this process's fault is staged
+	// for has entered the critical section, found the lock taken, or finished. A staged fault
+	// lasts until then (or witnessCap), not for a fixed time, so the interleaving a scenario
+	// forces holds however late either side runs.
+	witness    <-chan struct{}
+	witnessCap time.Duration
+}
+
+func newProcess(a *Arena, n int) *process {
+	p := &process{a: a, n: n, name: "buyer-" + strconv.Itoa(n), dead: make(chan struct{}), poke: make(chan struct{}, 1)}
+	if n == 0 {
+		p.name = "probe"
+	}
+	p.frozen = newOutage(history.ProcessFrozen, history.ProcessThawed)
+	p.cut = newOutage(history.ProcessPartitioned, history.ProcessHealed)
+	p.conns = map[*procConn]struct{}{}
+	p.calls = map[*call]bool{}
+	p.ctx, p.kill = context.WithCancel(context.Background())
+	for i, node := range a.env.Nodes() {
+		open := make(chan struct{})
+		close(open)
+		p.blocked = append(p.blocked, open)
+		p.refused = append(p.refused, false)
+		o := node.Options()
+		o.MaxRetries = 3
+		c := redis.NewClient(o)
+		c.AddHook(lockHook{p: p, node: i})
+		if h := node.Hook(); h != nil {
+			c.AddHook(h)
+		}
+		p.lock = append(p.lock, c)
+	}
+	p.inv = redis.NewClient(a.env.InventoryOptions())
+	p.inv.AddHook(invHook{p: p})
+	inner := a.step.New(steps.Proc{ID: p.name, Redis: p.lock[0], Nodes: p.lock, TTL: a.t.TTL, Go: p.spawn, Ctx: p.ctx, Now: p.now})
+	p.locker = &observedLocker{p: p, inner: inner}
+	return p
+}
+
+// now is Proc.Now: the process's wall clock, skew ahead of the machine's.
+func (p *process) now() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Now().Add(p.skew)
+}
+
+// block keeps the process's traffic off lock node i until unblock is called: its commands there
+// wait, and fail when their context ends, as over a link that drops everything.
+func (p *process) block(i int) (unblock func()) {
+	c := make(chan struct{})
+	p.mu.Lock()
+	p.blocked[i] = c
+	p.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(c) }) }
+}
+
+// refuse makes lock node i refuse the process's commands at once, as a node that is down for it
+// (a connection refused), until the returned function is called.
+func (p *process) refuse(i int) (restore func()) {
+	p.mu.Lock()
+	p.refused[i] = true
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.refused[i] = false
+		p.mu.Unlock()
+	}
+}
+
+// errRefused is what a command to a lock node that refuses the process answers.
+var errRefused = errors.New("sim: connection refused: the lock node is down for this process")
+
+// spawn is Proc.Go: the goroutine belongs to the process and ends with it.
+func (p *process) spawn(f func(ctx context.Context)) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f(p.ctx)
+	}()
+}
+
+func (p *process) isDead() bool {
+	select {
+	case <-p.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// crash kills the process: its context ends, its connections close, and its hooks refuse every
+// command from now on.
+func (p *process) crash() {
+	p.mu.Lock()
+	if p.isDead() {
+		p.mu.Unlock()
+		return
+	}
+	close(p.dead)
+	p.mu.Unlock()
+	p.kill()
+	for _, c := range p.lock {
+		c.Close()
+	}
+	p.inv.Close()
+	p.closeConns() // its subscriptions die with it too
+	p.a.crashed(p)
+}
+
+// outage is a stretch of time in which some of a process's traffic cannot leave: all of it while
+// the process is frozen, its lock traffic while it is cut off from the lock nodes. It ends after
+// its duration, or, when the process is staged, once its witness has acted (at most witnessCap).
+type outage struct {
+	gate       chan struct{} // closed while traffic flows; open during the outage
+	until      time.Time
+	began, end string // the process records that say it began and ended
+}
+
+func newOutage(began, end string) outage {
+	o := outage{gate: make(chan struct{}), began: began, end: end}
+	close(o.gate)
+	return o
+}
+
+// freeze stops the whole process for d: no command of it leaves until it thaws.
+func (p *process) freeze(d time.Duration) { p.start(&p.frozen, d) }
+
+// partition cuts the process's links to the lock nodes for d; its work and its inventory go on.
+func (p *process) partition(d time.Duration) { p.start(&p.cut, d) }
+
+// start begins (or extends) outage o for d, or until the witness has acted when staged.
+func (p *process) start(o *outage, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	until := time.Now().Add(d)
+	if p.witness != nil {
+		until = time.Now().Add(p.witnessCap)
+	}
+	if until.Before(o.until) {
+		return
+	}
+	o.until = until
+	select {
+	case <-o.gate:
+		o.gate = make(chan struct{})
+		p.a.recordNow(history.Record{Kind: history.RecProcess, What: o.began, Buyer: p.n, D: d})
+		p.wg.Add(1)
+		go p.endLoop(o, o.gate, p.witness)
+	default:
+	}
+}
+
+// endLoop reopens gate once the latest end of o has passed (a second start can extend it), or
+// its witness has acted, or the process died.
+func (p *process) endLoop(o *outage, gate chan struct{}, witness <-chan struct{}) {
+	defer p.wg.Done()
+	for {
+		p.mu.Lock()
+		wait := time.Until(o.until)
+		if wait <= 0 || p.isDead() || p.ctx.Err() != nil {
+			close(gate)
+			p.mu.Unlock()
+			if !p.isDead() {
+				p.a.recordNow(history.Record{Kind: history.RecProcess, What: o.end, Buyer: p.n})
+			}
+			return
+		}
+		p.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-witness:
+			// The counterpart has acted: end a beat later, so the overlap the outage was
+			// staged for is wide enough to see.
+			p.mu.Lock()
+			o.until = time.Now().Add(p.a.beat())
+			p.mu.Unlock()
+			witness = nil
+		case <-p.dead:
+		case <-p.ctx.Done():
+		}
+		t.Stop()
+	}
+}
+
+// await blocks while o lasts. It fails if the process dies or ctx ends.
+func (p *process) await(ctx context.Context, o *outage) error {
+	p.mu.Lock()
+	gate := o.gate
+	p.mu.Unlock()
+	select {
+	case <-gate:
+	case <-p.dead:
+		return ErrCrashed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if p.isDead() {
+		return ErrCrashed
+	}
+	return nil
+}
+
+// sleep waits d of the process's own time: it fails if the process dies or ctx ends.
+func (p *process) sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-p.dead:
+		return ErrCrashed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// arm sets the fault that waits for its moment in this process, and wakes its work if it is in it.
+func (p *process) arm(f history.Fault) {
+	p.mu.Lock()
+	p.armed = f
+	p.mu.Unlock()
+	select {
+	case p.poke <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the armed fault if it is one of want, and disarms it.
+func (p *process) take(want ...history.Fault) history.Fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range want {
+		if p.armed == w && w != history.FaultNone {
+			p.armed = history.FaultNone
+			return w
+		}
+	}
+	return history.FaultNone
+}
+
+// close stops the process for good and waits for its goroutines.
+func (p *process) close() {
+	p.kill()
+	p.wg.Wait()
+	for _, c := range p.lock {
+		c.Close()
+	}
+	p.inv.Close()
+}
+
+// network is the way out of the process to lock node node (or to the inventory, node -1): a
+// command waits while the process is frozen (and, to a lock node, while its links are cut or that
+// node is kept from it), then spends one simulated round trip.
+func (p *process) network(ctx context.Context, node int) error {
+	if err := p.await(ctx, &p.frozen); err != nil {
+		return err
+	}
+	if node >= 0 {
+		if err := p.await(ctx, &p.cut); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		if p.refused[node] {
+			p.mu.Unlock()
+			return errRefused
+		}
+		b := p.blocked[node]
+		p.mu.Unlock()
+		select {
+		case <-b:
+		case <-p.dead:
+			return ErrCrashed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return p.sleep(ctx, p.a.t.RTT)
+}
+
+// lockHook is a process's go-redis hook on one lock node's client: the simulated network, the
+// unlock-race fault, the command count, and the referee's watch over the lock key.
+type lockHook struct {
+	p    *process
+	node int
+}
+
+// DialHook wraps every connection to the lock node, so that a subscription (whose messages no
+// command hook sees) is frozen, cut and killed with the process.
+func (h lockHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		redisenv.Claim(c)
+		return h.p.wrap(c, h.node), nil
+	}
+}
+
+func (h lockHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.p.lockCmds(ctx, h.node, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (h lockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.p.lockCmds(ctx, h.node, cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+// lockCmds sends one command, pipeline or transaction of p to lock node node.
+func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, send func() error) error {
+	if p.isDead() {
+		return fail(cmds, ErrCrashed)
+	}
+	if redisenv.Handshake(cmds...) {
+		// go-redis sends these on a fresh connection, from inside a command's own
+		// processing: they are part of that command's round trip.
+		return send()
+	}
+	inner := payload(cmds)
+	c := p.callOf(ctx)
+	p.unlockRace(c, node, inner)
+	if err := p.network(ctx, node); err != nil {
+		return fail(cmds, err)
+	}
+	err := p.a.observe(ctx, p, node, cmds, c, send)
+	if c != nil && c.kind == unlockCall && (err == nil || err == redis.Nil) && namesAny(inner, p.a.prefix, c.holdKeys[node]) {
+		// A command of the release that touched the lock and was carried out (one refused, a
+		// script Redis does not have yet, is sent again and counted then).
+		p.mu.Lock()
+		c.touched++
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// invHook is a process's go-redis hook on its inventory client: the simulated network.
+type invHook struct{ p *process }
+
+func (h invHook) DialHook(next redis.DialHook) redis.DialHook { return claimHook{}.DialHook(next) }
+
+func (h invHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.p.invCmds(ctx, []redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (h invHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return h.p.invCmds(ctx, cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
+func (p *process) invCmds(ctx context.Context, cmds []redis.Cmder, send func() error) error {
+	if p.isDead() {
+		return fail(cmds, ErrCrashed)
+	}
+	if redisenv.Handshake(cmds...) {
+		return send()
+	}
+	if err := p.network(ctx, -1); err != nil {
+		return fail(cmds, err)
+	}
+	return send()
+}
+
+// fail sets err on every command and returns it.
+func fail(cmds []redis.Cmder, err error) error {
+	for _, c := range cmds {
+		c.SetErr(err)
+	}
+	return err
+}
+
+// procConn is a process's connection to a lock node. Commands are faulted in the command hooks;
+// a connection that subscribes is faulted here too, because its messages arrive without a
+// command: while the process is frozen or cut off, nothing is read from it, and a crash closes it.
+type procConn struct {
+	net.Conn
+	p      *process
+	node   int
+	pubsub atomic.Bool
+}
+
+func (p *process) wrap(c net.Conn, node int) net.Conn {
+	pc := &procConn{Conn: c, p: p, node: node}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.isDead() {
+		c.Close()
+	}
+	p.conns[pc] = struct{}{}
+	return pc
+}
+
+func (c *procConn) Write(b []byte) (int, error) {
+	if !c.pubsub.Load() && subscribes(b) {
+		c.pubsub.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+// subscribes reports whether a write carries a SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE command.
+func subscribes(b []byte) bool {
+	b = bytes.ToLower(b)
+	for _, name := range []string{"\r\nsubscribe\r\n", "\r\npsubscribe\r\n", "\r\nssubscribe\r\n"} {
+		if bytes.Contains(b, []byte(name)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *procConn) Read(b []byte) (int, error) {
+	if c.pubsub.Load() {
+		if err := c.p.network(context.Background(), c.node); err != nil {
+			return 0, net.ErrClosed
+		}
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *procConn) Close() error {
+	c.p.mu.Lock()
+	delete(c.p.conns, c)
+	c.p.mu.Unlock()
+	return c.Conn.Close()
+}
+
+func (p *process) closeConns() {
+	p.mu.Lock()
+	conns := make([]*procConn, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Conn.Close()
+	}
+}
+
+// unlockRace is the unlock-race fault armed on a process: it freezes the process inside its
+// release, between the commands of the Unlock that touch what the process holds.
+type unlockRace struct {
+	// gap: freeze before the gap-th command of the process's first Unlock (one that began
+	// holding a lock) that names a key it holds; 0 (live) before the first such command that
+	// may delete one.
+	gap    int
+	freeze time.Duration // how long; a staged process thaws with its witness instead
+	struck bool
+	// unlocks is the process's Unlock calls that began holding a lock.
+	unlocks int
+}
+
+// unlockRace freezes p before a command of Unlock call c that names a key its process held as c
+// began, as the unlock-race fault armed on p says: before the command that follows gap−1 such
+// commands carried out.
+func (p *process) unlockRace(c *call, node int, cmds []redis.Cmder) {
+	if c == nil || c.kind != unlockCall || !namesAny(cmds, p.a.prefix, c.holdKeys[node]) {
+		return
+	}
+	p.mu.Lock()
+	r := p.race
+	strike := r != nil && !r.struck && r.unlocks == 0 &&
+		(r.gap == c.touched+1 || (r.gap == 0 && mayDeleteAny(cmds, p.a.prefix, c.holdKeys[node])))
+	if strike {
+		r.struck = true
+	}
+	p.mu.Unlock()
+	if !strike {
+		return
+	}
+	p.a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultUnlockRace), Buyer: p.n, Node: node, Cmds: p.a.cmds(cmds)})
+	p.freeze(r.freeze)
+}

@@ -1,0 +1,259 @@
+package arena
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/redis/go-redis/v9"
+)
+
+// shop is one order's steps.Shop: its stock lives in the inventory store, its work is where the
+// arena's faults act. Every stock command takes the inventory's next sequence number in the same
+// transaction or script, so the referee orders critical sections by the inventory's own order, not
+// by when a reply reached Go.
+type shop struct {
+	p    *process
+	o    *order
+	hold <-chan struct{} // when not nil, the work stays inside until it closes (or holdCap passes)
+}
+
+var (
+	//go:embed fence.lua
+	fenceLua    string
+	fenceScript = redis.NewScript(fenceLua)
+	//go:embed sell.lua
+	sellLua    string
+	sellScript = redis.NewScript(sellLua)
+)
+
+func (s *shop) LockKey() string { return s.p.a.lockKey }
+
+func (s *shop) Stock(ctx context.Context) (int, error) {
+	a := s.p.a
+	var seq *redis.IntCmd
+	var get *redis.StringCmd
+	_, err := s.p.inv.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+		seq = tx.Incr(ctx, a.seqKey)
+		get = tx.Get(ctx, a.stockKey)
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return 0, err
+	}
+	n, err := get.Int()
+	if err == redis.Nil {
+		n, err = 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	a.stockOp(s.o, history.StockRead, seq.Val(), n, 0)
+	return n, nil
+}
+
+// SetStock writes n. A pause armed on the process strikes here, after the order's last check and
+// before its write leaves: the write goes out when the pause ends, whatever the context says then.
+func (s *shop) SetStock(ctx context.Context, n int) error {
+	a := s.p.a
+	ctx = s.writing(ctx)
+	var seq *redis.IntCmd
+	_, err := s.p.inv.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+		seq = tx.Incr(ctx, a.seqKey)
+		tx.Set(ctx, a.stockKey, n, 0)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	a.stockOp(s.o, history.StockWrite, seq.Val(), n, 0)
+	return nil
+}
+
+// writing plays a pause armed on the process, and returns the context the write goes out with.
+func (s *shop) writing(ctx context.Context) context.Context {
+	p := s.p
+	if p.take(history.FaultPause) == history.FaultPause {
+		p.a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultPause), Buyer: p.n})
+		p.freeze(3 * p.a.t.TTL)
+	}
+	return context.WithoutCancel(ctx)
+}
+
+func (s *shop) StockFenced(ctx context.Context, token int64) (int, error) {
+	a := s.p.a
+	seq, ok, n, err := s.fenced(ctx, token, nil)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		a.stockOp(s.o, history.StockReadRefused, seq, 0, token)
+		return 0, steps.ErrFenced
+	}
+	a.stockOp(s.o, history.StockRead, seq, n, token)
+	return n, nil
+}
+
+func (s *shop) SetStockFenced(ctx context.Context, n int, token int64) error {
+	a := s.p.a
+	ctx = s.writing(ctx)
+	seq, ok, _, err := s.fenced(ctx, token, &n)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		a.stockOp(s.o, history.StockWriteRefused, seq, n, token)
+		return steps.ErrFenced
+	}
+	a.stockOp(s.o, history.StockWrite, seq, n, token)
+	return nil
+}
+
+// fenced runs fence.lua: a read (write nil) or a write of *write, presenting token.
+func (s *shop) fenced(ctx context.Context, token int64, write *int) (seq int64, ok bool, n int, err error) {
+	a := s.p.a
+	args := []any{token}
+	if write != nil {
+		args = append(args, *write)
+	}
+	r, err := fenceScript.Run(ctx, s.p.inv, []string{a.stockKey, a.seqKey, a.fenceKey}, args...).Int64Slice()
+	if err != nil {
+		return 0, false, 0, err
+	}
+	return r[0], r[1] == 1, int(r[2]), nil
+}
+
+func (s *shop) Sell(ctx context.Context) error {
+	a := s.p.a
+	ctx = s.writing(ctx)
+	r, err := sellScript.Run(ctx, s.p.inv, []string{a.stockKey, a.seqKey}).Int64Slice()
+	if err != nil {
+		return err
+	}
+	if r[1] == 1 {
+		a.stockOp(s.o, history.StockSell, r[0], int(r[2]), 0)
+	} else {
+		a.stockOp(s.o, history.StockSoldOut, r[0], int(r[2]), 0)
+	}
+	if r[1] == 0 {
+		return steps.ErrSoldOut
+	}
+	return nil
+}
+
+// Work is the business work between reading and writing the stock. It lasts Timing.Work unless a
+// fault armed on the process (or injected while it works) says otherwise.
+func (s *shop) Work(ctx context.Context) error {
+	p, a := s.p, s.p.a
+	a.recordNow(history.Record{Kind: history.RecOrder, What: history.OrderWork, Buyer: p.n, Order: s.o.id})
+	start := time.Now()
+	end := start.Add(a.t.Work)
+	var slowed <-chan struct{} // closes when a staged slow fault's witness has acted
+	cut := false               // a partition struck in this work: it works on until the link is back
+	for {
+		switch f := p.take(history.FaultError, history.FaultCrash, history.FaultSlow, history.FaultReentrant, history.FaultPartition); f {
+		case history.FaultError:
+			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultError), Buyer: p.n})
+			a.faulted(s.o)
+			return ErrWork
+		case history.FaultCrash:
+			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultCrash), Buyer: p.n})
+			p.crash()
+			return ErrCrashed
+		case history.FaultSlow:
+			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultSlow), Buyer: p.n})
+			end = time.Now().Add(3 * a.t.TTL)
+			if p.witness != nil {
+				end, slowed = time.Now().Add(p.witnessCap), p.witness
+			}
+		case history.FaultReentrant:
+			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultReentrant), Buyer: p.n})
+			if err := s.nested(ctx); err != nil {
+				return err
+			}
+		case history.FaultPartition:
+			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultPartition), Buyer: p.n})
+			p.partition(3 * a.t.TTL)
+			cut = true
+		}
+		// Work until end; then, if the scenario holds this buyer inside, until the hold opens or
+		// its cap passes.
+		var until time.Time
+		var holdC <-chan struct{}
+		switch holdUntil := start.Add(a.holdCap()); {
+		case time.Now().Before(end):
+			until = end
+		case s.hold != nil && time.Now().Before(holdUntil):
+			until, holdC = holdUntil, s.hold
+		case cut:
+			cut = false
+			if err := p.await(ctx, &p.cut); err != nil {
+				return err
+			}
+			continue
+		default:
+			return nil
+		}
+		t := time.NewTimer(time.Until(until))
+		select {
+		case <-t.C:
+		case <-slowed:
+			// The counterpart has acted: one more beat, and the slow work is done.
+			slowed, end = nil, time.Now().Add(a.beat())
+		case <-holdC:
+			// What the buyer waited for happened: it finishes its work, one more Work long,
+			// so the overlap it was held for is wide enough to see.
+			s.hold = nil
+			end = time.Now().Add(a.t.Work)
+		case <-p.poke:
+		case <-p.dead:
+			t.Stop()
+			return ErrCrashed
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// nested is the helper the work calls in the reentrant fault (the articles' service A calling
+// service B): it takes the lock its caller holds, works, and gives it back.
+func (s *shop) nested(ctx context.Context) error {
+	p, a := s.p, s.p.a
+	nctx, cancel := context.WithTimeout(ctx, a.t.TTL/2)
+	defer cancel()
+	ok, err := p.locker.Lock(nctx, a.lockKey)
+	switch {
+	case err != nil:
+		a.reentryFailed(p, "the nested Lock failed: "+err.Error())
+		return ErrReentry
+	case !ok:
+		a.reentryFailed(p, "the nested Lock was refused: the lock is held — by the caller itself")
+		return ErrReentry
+	}
+	a.recordNow(history.Record{Kind: history.RecNested, Buyer: p.n, OK: true})
+	if err := p.sleep(ctx, a.t.TTL/2); err != nil {
+		return err
+	}
+	return p.locker.Unlock(ctx, a.lockKey)
+}
+
+// faulted marks o as failed by the arena's own fault.
+func (a *Arena) faulted(o *order) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o.faulted = true
+}
+
+// stockOp records a stock command of o: what it was, its place in the inventory's order, the
+// stock it read or wrote (for a sale: what it left), the fencing token it showed.
+func (a *Arena) stockOp(o *order, what string, seq int64, stock int, token int64) {
+	a.recordNow(history.Record{Kind: history.RecStock, What: what, Buyer: o.p.n, Order: o.id, Seq: seq, Stock: stock, Token: token})
+}
+
+func (a *Arena) reentryFailed(p *process, why string) {
+	a.recordNow(history.Record{Kind: history.RecNested, Buyer: p.n, Err: why})
+}

@@ -1,0 +1,144 @@
+package referee
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// The referee's findings, each with its sentence: the one place the words for a violation live.
+
+// Overlap is a time two orders were inside the critical section together: each read the stock
+// before the other wrote what it computed from its read.
+type Overlap struct {
+	A    int           `json:"a"` // the buyer whose order got in first
+	B    int           `json:"b"` // the buyer whose order got in while A's was inside (may be A)
+	From time.Duration `json:"from_ns"`
+	To   time.Duration `json:"to_ns"`
+}
+
+// Foreign is a lock deleted or replaced by a process that did not own it.
+type Foreign struct {
+	By    int           `json:"by"`
+	Owner int           `json:"owner"`
+	Node  int           `json:"node"`
+	At    time.Duration `json:"at_ns"`
+}
+
+// Rejection is an order that sold nothing and wrote nothing while units remained: turned away.
+type Rejection struct {
+	Buyer int           `json:"buyer"`
+	Stock int           `json:"stock"` // units on the shelf when it was turned away
+	At    time.Duration `json:"at_ns"`
+}
+
+// Reentry is a nested acquire that failed.
+type Reentry struct {
+	Buyer int           `json:"buyer"`
+	Why   string        `json:"why"`
+	At    time.Duration `json:"at_ns"`
+}
+
+// Blind is something the referee could not observe, and the kinds it leaves unjudged.
+type Blind struct {
+	Kinds []steps.Kind `json:"kinds"`
+	What  string       `json:"what"`
+}
+
+// Starve is a buyer that waited inside Lock while buyers that asked after it got the lock.
+type Starve struct {
+	Buyer  int           `json:"buyer"`
+	Passed int           `json:"passed"` // acquisitions by later askers it saw while it waited
+	At     time.Duration `json:"at_ns"`  // when it had seen StarveLimit of them
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+func (o Overlap) String() string {
+	d := o.To - o.From
+	span := ms(d)
+	if d < time.Millisecond {
+		span = "less than 1 ms"
+	}
+	if o.A == o.B {
+		return fmt.Sprintf("two orders of buyer %d were both inside the critical section for %s", o.A, span)
+	}
+	return fmt.Sprintf("buyer %d and buyer %d were both inside the critical section for %s", o.A, o.B, span)
+}
+
+func (f Foreign) String() string {
+	return fmt.Sprintf("buyer %d deleted the lock that buyer %d held", f.By, f.Owner)
+}
+
+func (j Rejection) String() string {
+	return fmt.Sprintf("buyer %d was turned away while %s on the shelf", j.Buyer, units(j.Stock))
+}
+
+func (e Reentry) String() string {
+	return fmt.Sprintf("buyer %d could not re-enter the lock it held: %s", e.Buyer, e.Why)
+}
+
+// units says "1 unit was" / "3 units were".
+func units(n int) string {
+	if n == 1 {
+		return "1 unit was"
+	}
+	return fmt.Sprintf("%d units were", n)
+}
+
+func oversoldSentence(confirmed, left int) string {
+	verb := "units left"
+	if left == 1 {
+		verb = "unit left"
+	}
+	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
+}
+
+func (s Starve) String() string {
+	return fmt.Sprintf("buyer %d waited inside Lock while buyers that asked after it got the lock %d times", s.Buyer, s.Passed)
+}
+
+func idleSentence(share float64, idle, of int) string {
+	return fmt.Sprintf("the lock sat free for %.0f%% of the time while buyers waited for it (after %d of %d releases, longer than a woken buyer needs): they were asleep when it was released", 100*share, idle, of)
+}
+
+// idleShare is the idle gaps' time, the longest aside, as a share of the time from the first
+// release to the last; idle gaps are those longer than their allowance.
+func (r *Referee) idleShare() float64 {
+	span := r.last - r.first
+	if span <= 0 {
+		return 0
+	}
+	var sum, longest time.Duration
+	for _, g := range r.gaps {
+		if r.idle(g) {
+			sum += g.length
+			longest = max(longest, g.length)
+		}
+	}
+	return float64(sum-longest) / float64(span)
+}
+
+// idleAllowanceX is how many probe delays a gap may last before it counts as idle: a woken
+// waiter's way to the lock is the wake itself (a publish read off its socket, or its own timer),
+// its goroutine, and a script that may take two round trips (EVALSHA refused, then EVAL), where
+// the probe makes one hop and one PING. Measured on a loaded machine, the fair queue's (14) gaps
+// ran up to 4 probe delays.
+const idleAllowanceX = 4
+
+// idle tells whether gap g outlasted its allowance: the grace (TTL/80), or idleAllowanceX times
+// what the idle probe needed after the same release, whichever is longer.
+func (r *Referee) idle(g gap) bool {
+	return g.length > max(r.h.Timing.TTL/80, idleAllowanceX*r.probes[g.from])
+}
+
+// idleGaps counts the gaps an order waited across, and those of them that were idle.
+func (r *Referee) idleGaps() (idle, of int) {
+	for _, g := range r.gaps {
+		if r.idle(g) {
+			idle++
+		}
+	}
+	return idle, len(r.gaps)
+}
