@@ -52,6 +52,10 @@ type board struct {
 
 	zoomed int // the columns a finished scenario's lanes were last drawn to fit (zoom)
 
+	// play is the play drawn, where the scenario plays several (unlock-race: one per gap of the
+	// holder's Unlock), and plays how many it played, once it is done
+	play, plays int
+
 	// a canned run's outcome
 	done bool
 	rep  *referee.Report
@@ -71,6 +75,13 @@ func newArena(sc steps.Scenario, t history.Timing, stock int, lockKey string, ca
 }
 
 func (a *board) bucket(d time.Duration) int64 { return int64(d / a.res) }
+
+// fresh is an empty board for the same step, scenario and pace: a scenario's next play.
+func (a *board) fresh() *board {
+	b := newArena(a.scenario, a.timing, a.initial, a.lockKey, a.canFail, len(a.nodes))
+	b.noLock = a.noLock
+	return b
+}
 
 // zoom redraws a finished scenario's lanes at the resolution that fits its whole run in cols
 // columns, from its events: a short break is not five columns at the left of a fixed axis, nor a

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -59,9 +60,9 @@ func (p *arenaPane) Update(k tea.KeyMsg) tea.Msg {
 	case key.Matches(k, km.Last):
 		return rewindMove{last: true}
 	}
-	for f, b := range km.faults {
-		if key.Matches(k, b) {
-			return injectFault{f}
+	for _, f := range km.faults {
+		if key.Matches(k, f.b) {
+			return injectFault{f.sc}
 		}
 	}
 	return nil
@@ -201,10 +202,14 @@ func (a *board) named() []int {
 func (p *arenaPane) mode() string {
 	a, s := p.s.ar, p.s
 	switch {
+	case a.scenario != "" && a.done && a.plays > 1:
+		return fmt.Sprintf("scenario %s, finished: play %d of %d (each gap of the holder's Unlock in a play of its own; the verdict is every play's)", a.scenario, a.play, a.plays)
 	case a.scenario != "" && a.done:
 		return fmt.Sprintf("scenario %s, finished", a.scenario)
+	case a.scenario != "" && a.play > 0:
+		return fmt.Sprintf("scenario %s, play %d: %s", a.scenario, a.play, scenario.Describe(a.scenario))
 	case a.scenario != "":
-		return fmt.Sprintf("scenario %s: %s", a.scenario, steps.Describe[a.scenario])
+		return fmt.Sprintf("scenario %s: %s", a.scenario, scenario.Describe(a.scenario))
 	case s.paused:
 		return "live buyers, new orders PAUSED (space resumes)"
 	case a.shelf <= 0:

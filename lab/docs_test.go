@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -713,8 +714,8 @@ func findReport(st *steps.Step, sc steps.Scenario, backend string) *referee.Repo
 // allKinds is every kind some scenario judges.
 func allKinds() []steps.Kind {
 	var out []steps.Kind
-	for _, ks := range steps.Judges {
-		for _, k := range ks {
+	for _, sc := range scenario.All() {
+		for _, k := range sc.Judges {
 			if !slices.Contains(out, k) {
 				out = append(out, k)
 			}

@@ -28,10 +28,25 @@ type feed struct {
 
 func newFeed(gen int) *feed { return &feed{gen: gen, wake: make(chan struct{}, 1)} }
 
-// feedItem is an event, or a reading of the lock (lock != nil).
+// feedItem is an event, a reading of the lock (lock != nil), or the start of a scenario's next
+// play (play > 0: its number, where the scenario plays several).
 type feedItem struct {
 	ev   referee.Event
 	lock *lockReading
+	play int
+}
+
+// pushPlay queues the start of play n of a scenario that plays several: the events after it are
+// that play's, on a fresh arena.
+func (f *feed) pushPlay(n int) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	f.items = append(f.items, feedItem{play: n})
+	f.mu.Unlock()
+	f.nudge()
 }
 
 // push queues e; it is the arena's OnEvent and returns at once.

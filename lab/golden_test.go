@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -65,7 +66,7 @@ func recordRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer env.Close()
-		if rep, err = arena.Run(context.Background(), arena.Config{Step: st, Env: env}, steps.Slow); err != nil {
+		if rep, err = scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, steps.Slow); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -148,7 +149,7 @@ func TestBreakStep04(t *testing.T) {
 	}
 	wants := []string{"✗ overlap", fmt.Sprintf("OVERSOLD %d", rep.Oversold), "first violation: " + rep.Headline()[:40],
 		"A TTL is a guess", "the fix is step 8", "▓"}
-	for _, k := range steps.Judges[steps.Slow] {
+	for _, k := range scenario.Judges(steps.Slow) {
 		mark := "✓ "
 		if slices.Contains(rep.Violations, k) {
 			mark = "✗ "

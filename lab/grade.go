@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -168,7 +169,7 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 		clock = "on the wall clock"
 	}
 	if !f.asJSON {
-		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend (%d lock node(s)), %s…\n", len(steps.Scenarios), p.Rel, backend, f.nodes, clock)
+		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend (%d lock node(s)), %s…\n", len(scenario.Names()), p.Rel, backend, f.nodes, clock)
 	}
 	out := filepath.Join(tmp, "row.json")
 	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestGrade$", "-test.count=1")
@@ -248,7 +249,7 @@ func printGraded(slug string, g matrix.Graded, asJSON bool, stdout io.Writer) er
 // printGrade writes a graded row in words.
 func printGrade(w io.Writer, slug string, row []cell) {
 	width := 0
-	for _, sc := range steps.Scenarios {
+	for _, sc := range scenario.Names() {
 		width = max(width, len(sc))
 	}
 	fmt.Fprintf(w, "%s, every scenario (judged kinds in README.md's table of scenarios):\n", slug)

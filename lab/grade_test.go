@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -73,7 +74,7 @@ func grade(t *testing.T, args ...string) (int, string, string) {
 // scenariosBroken lists the scenarios under which st's row expects a violation, in matrix order.
 func scenariosBroken(st *steps.Step) []string {
 	var out []string
-	for _, sc := range steps.Scenarios {
+	for _, sc := range scenario.Names() {
 		if len(st.Expect[sc]) > 0 {
 			out = append(out, string(sc))
 		}
@@ -100,7 +101,7 @@ func TestGradeCopyOf09(t *testing.T) {
 	}
 	st, _ := catalog.Find("09")
 	if want := strings.Join(scenariosBroken(st), ", "); !strings.Contains(errs, "violated "+
-		strconv.Itoa(len(scenariosBroken(st)))+" of 14 scenarios: "+want) {
+		strconv.Itoa(len(scenariosBroken(st)))+" of "+strconv.Itoa(len(scenario.Names()))+" scenarios: "+want) {
 		t.Errorf("the verdict line does not list step 09's row (%s):\n%s", want, errs)
 	}
 }
@@ -113,7 +114,7 @@ func TestGradeCopyOf17(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
 	}
-	if !strings.Contains(out, "| "+filepath.ToSlash(filepath.Join("steps", filepath.Base(dir)))+" |"+strings.Repeat(" ✓ |", len(steps.Scenarios))) {
+	if !strings.Contains(out, "| "+filepath.ToSlash(filepath.Join("steps", filepath.Base(dir)))+" |"+strings.Repeat(" ✓ |", len(scenario.Names()))) {
 		t.Errorf("want a row of ✓:\n%s", out)
 	}
 }
@@ -134,7 +135,7 @@ func TestGradeQuorumWithoutOrder(t *testing.T) {
 		dir := copyStep(t, tc.slug, tc.drop...)
 		code, out, errs := grade(t, append([]string{dir}, tc.args...)...)
 		var row []cell
-		if err := json.Unmarshal([]byte(out), &row); err != nil || len(row) != len(steps.Scenarios) {
+		if err := json.Unmarshal([]byte(out), &row); err != nil || len(row) != len(scenario.Names()) {
 			t.Fatalf("%s: exit %d, not a JSON row (%v):\n%s\n%s", tc.slug, code, err, out, errs)
 		}
 		st, _ := catalog.Find(tc.slug)

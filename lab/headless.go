@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -29,6 +31,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	save := fs.String("save", "", "write the run (its history and verdict) to this file, for lab judge")
 	html := fs.String("html", "", "write the run as one self-contained page to this file: its verdict, lesson and timeline")
+	events := fs.Bool("events", false, "print every event of the run in words, as the lab's log says them, before the report")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -42,7 +45,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	sc, ok := steps.ParseScenario(*scName)
+	sc, ok := scenario.ParseName(*scName)
 	if !ok {
 		return usageError("unknown scenario %q (want one of %s)", *scName, scenarioList())
 	}
@@ -73,6 +76,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
+		if *events {
+			printEvents(stdout, rep)
+		}
 		fmt.Fprint(stdout, rep.Text())
 		lesson, next := coda(st, sc, rep.Violations)
 		if lesson != "" {
@@ -86,6 +92,22 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("no verdict on %s: %s", joinKinds(rep.Unjudged), rep.Why())
 	}
 	return nil
+}
+
+// printEvents prints the events of rep's play in words, as the referee reads its history again:
+// the play drawn, and a heading per play where the scenario played several.
+func printEvents(w io.Writer, rep *referee.Report) {
+	plays := append([]*history.History{rep.History}, rep.Others...)
+	for _, h := range plays {
+		if len(plays) > 1 {
+			fmt.Fprintf(w, "— play %d of %d —\n", h.Play, len(plays))
+		}
+		r := referee.NewReferee(*h, func(e referee.Event) { fmt.Fprintln(w, e) })
+		for _, rec := range h.Records {
+			r.Add(rec)
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 // coda is what follows a broken run's report, as run prints it and a page shows it: the step's
@@ -127,7 +149,7 @@ var bubble matrix.Bubble
 func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*referee.Report, error) {
 	rep, err := play(st, sc, backend)
 	if errors.Is(err, arena.ErrCannotStage) {
-		return nil, usageError("%s", strings.TrimPrefix(err.Error(), "sim: "))
+		return nil, usageError("%s", err)
 	}
 	return rep, err
 }
@@ -205,8 +227,8 @@ func joinKinds(ks []steps.Kind) string {
 }
 
 func scenarioList() string {
-	s := make([]string, len(steps.Scenarios))
-	for i, sc := range steps.Scenarios {
+	s := make([]string, len(scenario.Names()))
+	for i, sc := range scenario.Names() {
 		s[i] = string(sc)
 	}
 	return strings.Join(s, ", ")
@@ -223,7 +245,7 @@ func listCmd(args []string, stdout io.Writer) error {
 			fmt.Fprintln(stdout, st.Slug)
 		}
 	case "scenarios":
-		for _, sc := range steps.Scenarios {
+		for _, sc := range scenario.Names() {
 			fmt.Fprintln(stdout, sc)
 		}
 	default:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -62,7 +63,7 @@ func TestHeadlessRunJSON(t *testing.T) {
 // TestRenderMatrix: a row per step, ✓ for no violation, kinds joined otherwise.
 func TestRenderMatrix(t *testing.T) {
 	var cells []cell
-	for i, sc := range steps.Scenarios {
+	for i, sc := range scenario.Names() {
 		c := cell{Step: "01_naive", Scenario: string(sc), Violations: []steps.Kind{}}
 		if i == 0 {
 			c.Violations = []steps.Kind{steps.Overlap, steps.Oversold}
@@ -70,7 +71,7 @@ func TestRenderMatrix(t *testing.T) {
 		cells = append(cells, c)
 	}
 	got := renderMatrix(cells)
-	want := "| 01_naive | overlap, oversold" + strings.Repeat(" | ✓", len(steps.Scenarios)-1) + " |\n"
+	want := "| 01_naive | overlap, oversold" + strings.Repeat(" | ✓", len(scenario.Names())-1) + " |\n"
 	if !strings.HasSuffix(got, want) {
 		t.Fatalf("last row:\n%s\nwant:\n%s", got, want)
 	}
@@ -131,7 +132,7 @@ func TestJudgeSavedRuns(t *testing.T) {
 	if err := run([]string{"judge", file}, &out, &errw); err != nil {
 		t.Fatalf("judge: %v\n%s", err, out.String())
 	}
-	n := 2 * len(steps.Scenarios)
+	n := 2 * len(scenario.Names())
 	if want := fmt.Sprintf("%d run(s) judged again from their histories: %d as when played, 0 differ", n, n); !strings.Contains(out.String(), want) {
 		t.Errorf("judge: want %q\n%s", want, out.String())
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 )
 
 // helpPane is the ? screen: every pane's keys, what the faults do, how to read the timeline and
@@ -69,12 +70,15 @@ func (p *helpPane) Update(k tea.KeyMsg) tea.Msg {
 	return nil
 }
 
-const helpFaults = "Faults hit the current holder: the buyer inside the critical section, or else the lock's owner. " +
-	"crash: its process dies, no deferred code runs. error: its work returns an error. slow: its work takes 3×TTL. " +
-	"pause: stop-the-world for 3×TTL, just before its stock write leaves. unlock-race: it freezes just before the command that deletes its lock. " +
-	"failover: the next lock write skips the replica, then the primary dies. nested: its work calls a helper that takes the same lock. " +
-	"partition: inside its work, its link to the lock server (not to the inventory) is cut for 3×TTL: it works on, and writes when the link is back unless its lock told it to stop. " +
-	"2nd request: its process starts a second order at once with the same Locker, as a server serves two requests: does the lock tell them apart?"
+// helpFaults says what each fault key does, in its scenario's words.
+func helpFaults() string {
+	b := "Faults hit the current holder: the buyer inside the critical section, or else the lock's owner; " +
+		"each key plays its scenario's move, as b's scenarios do."
+	for _, sc := range scenario.Keyed() {
+		b += " " + sc.Label + ": " + sc.Help + "."
+	}
+	return b
+}
 
 const helpBreak = "b replays the scenario that breaks this step. After it breaks, the lab names the fix: the first later " +
 	"step whose row of the matrix clears every kind that broke this one under that scenario — → when it is the next step, " +
@@ -112,7 +116,7 @@ func (p *helpPane) lines(w int) []string {
 		b = append(b, "", sLabel.Render(g.title))
 		b = append(b, strings.Split(p.hm.FullHelpView(g.km.FullHelp()), "\n")...)
 	}
-	for _, sec := range [][2]string{{"Faults", helpFaults}, {"After a break", helpBreak}, {"Rewind", helpRewind}, {"Invariants", helpVerdict}, {"The timeline", helpTimeline}} {
+	for _, sec := range [][2]string{{"Faults", helpFaults()}, {"After a break", helpBreak}, {"Rewind", helpRewind}, {"Invariants", helpVerdict}, {"The timeline", helpTimeline}} {
 		b = append(b, "", sBold.Render(sec[0]))
 		b = append(b, wrap(sec[1], w)...)
 	}

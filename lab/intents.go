@@ -6,24 +6,24 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 )
 
 // Intents are what a pane asks the model to do. A pane never starts or stops a session itself:
 // the session is the model's.
 type (
-	goStep      struct{ i int }           // move to step index i
-	openArena   struct{ clearMsg bool }   // show the arena, starting live buyers if none run
-	openCode    struct{ from screen }     // show the code pane; esc goes back to from
-	showPicker  struct{}                  // show the picker; a session on screen goes on
-	leaveArena  struct{}                  // back to the picker: the session stops
-	closeHelp   struct{}                  // leave the help screen
-	resetArena  struct{}                  // a fresh Redis and live buyers
-	changeSpeed struct{ slower bool }     // one speed level slower or faster
-	holdOrders  struct{}                  // pause or resume new orders
-	addBuyers   struct{ n int }           // n more (or, negative, fewer) live buyers
-	injectFault struct{ f history.Fault } // hit the current holder with f
+	goStep      struct{ i int }                 // move to step index i
+	openArena   struct{ clearMsg bool }         // show the arena, starting live buyers if none run
+	openCode    struct{ from screen }           // show the code pane; esc goes back to from
+	showPicker  struct{}                        // show the picker; a session on screen goes on
+	leaveArena  struct{}                        // back to the picker: the session stops
+	closeHelp   struct{}                        // leave the help screen
+	resetArena  struct{}                        // a fresh Redis and live buyers
+	changeSpeed struct{ slower bool }           // one speed level slower or faster
+	holdOrders  struct{}                        // pause or resume new orders
+	addBuyers   struct{ n int }                 // n more (or, negative, fewer) live buyers
+	injectFault struct{ sc *scenario.Scenario } // play scenario sc's move on the live holder
 )
 
 // intent carries out in (nil does nothing; any other message is not an intent and is ignored).

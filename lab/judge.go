@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -92,12 +93,7 @@ func readRuns(file string) ([]savedRun, error) {
 
 // withJudged fills in the header of a history saved before histories carried what their scenario
 // judges: the scenario's sentence and kinds as they are today.
-func withJudged(h *history.History) {
-	if h == nil || h.Scenario == "" || h.Judged != nil {
-		return
-	}
-	h.What, h.Judged = steps.Describe[h.Scenario], steps.Judges[h.Scenario]
-}
+func withJudged(h *history.History) { scenario.Fill(h) }
 
 func readRunsAsSaved(file string) ([]savedRun, error) {
 	b, err := os.ReadFile(file)

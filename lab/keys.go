@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -78,51 +78,53 @@ func (k pickerKeys) FullHelp() [][]key.Binding {
 
 // arenaKeys inject faults into the live buyers and steer the session.
 type arenaKeys struct {
-	g                            globalKeys
-	Crash, Error, Slow, Pause    key.Binding
-	UnlockRace, Failover, Nested key.Binding
-	Partition, Second            key.Binding
-	Hold, Reset, More, Fewer     key.Binding
-	Slower, Faster               key.Binding
-	Back1, On1, First, Last      key.Binding // rewind (rewind.go)
-	Buyers, Speed, Rewind        key.Binding // footer shorthands
-	Code, Back                   key.Binding
-	faults                       map[history.Fault]key.Binding
+	g                        globalKeys
+	faults                   []faultKey // one per scenario with a key, in matrix order
+	Hold, Reset, More, Fewer key.Binding
+	Slower, Faster           key.Binding
+	Back1, On1, First, Last  key.Binding // rewind (rewind.go)
+	Buyers, Speed, Rewind    key.Binding // footer shorthands
+	Code, Back               key.Binding
+}
+
+// faultKey is a scenario's key: it plays the scenario's move on the live holder.
+type faultKey struct {
+	sc *scenario.Scenario
+	b  key.Binding
 }
 
 func newArenaKeys(g globalKeys) arenaKeys {
 	k := arenaKeys{g: g,
-		Crash:      bind([]string{"x"}, "x", "crash"),
-		Error:      bind([]string{"e"}, "e", "error"),
-		Slow:       bind([]string{"s"}, "s", "slow"),
-		Pause:      bind([]string{"p"}, "p", "pause"),
-		UnlockRace: bind([]string{"u"}, "u", "unlock-race"),
-		Failover:   bind([]string{"f"}, "f", "failover"),
-		Nested:     bind([]string{"n"}, "n", "nested"),
-		Partition:  bind([]string{"i"}, "i", "partition"),
-		Second:     bind([]string{"t"}, "t", "2nd request"),
-		Hold:       bind([]string{" "}, "space", "hold orders"),
-		Reset:      bind([]string{"r"}, "r", "reset"),
-		More:       bind([]string{"+", "="}, "+", "more buyers"),
-		Fewer:      bind([]string{"-", "_"}, "-", "fewer buyers"),
-		Slower:     bind([]string{"["}, "[", "slower"),
-		Faster:     bind([]string{"]"}, "]", "faster"),
-		Back1:      bind([]string{","}, ",", "rewind: back"),
-		On1:        bind([]string{"."}, ".", "rewind: on"),
-		First:      bind([]string{"home"}, "home", "rewind: first"),
-		Last:       bind([]string{"end"}, "end", "rewind: last"),
-		Rewind:     key.NewBinding(key.WithKeys(",", "."), key.WithHelp(",/.", "rewind")),
-		Buyers:     key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "buyers")),
-		Speed:      key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[/]", "speed")),
-		Code:       bind([]string{"tab", "c"}, "tab/c", "code"),
-		Back:       bind([]string{"esc"}, "esc", "back"),
+		Hold:   bind([]string{" "}, "space", "hold orders"),
+		Reset:  bind([]string{"r"}, "r", "reset"),
+		More:   bind([]string{"+", "="}, "+", "more buyers"),
+		Fewer:  bind([]string{"-", "_"}, "-", "fewer buyers"),
+		Slower: bind([]string{"["}, "[", "slower"),
+		Faster: bind([]string{"]"}, "]", "faster"),
+		Back1:  bind([]string{","}, ",", "rewind: back"),
+		On1:    bind([]string{"."}, ".", "rewind: on"),
+		First:  bind([]string{"home"}, "home", "rewind: first"),
+		Last:   bind([]string{"end"}, "end", "rewind: last"),
+		Rewind: key.NewBinding(key.WithKeys(",", "."), key.WithHelp(",/.", "rewind")),
+		Buyers: key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "buyers")),
+		Speed:  key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[/]", "speed")),
+		Code:   bind([]string{"tab", "c"}, "tab/c", "code"),
+		Back:   bind([]string{"esc"}, "esc", "back"),
 	}
-	k.faults = map[history.Fault]key.Binding{
-		history.FaultCrash: k.Crash, history.FaultError: k.Error, history.FaultSlow: k.Slow, history.FaultPause: k.Pause,
-		history.FaultUnlockRace: k.UnlockRace, history.FaultFailover: k.Failover, history.FaultReentrant: k.Nested,
-		history.FaultPartition: k.Partition, history.FaultSecond: k.Second,
+	for _, sc := range scenario.Keyed() {
+		k.faults = append(k.faults, faultKey{sc: sc, b: bind([]string{sc.Key}, sc.Key, sc.Label)})
 	}
 	return k
+}
+
+// faultKey is the key of scenario name.
+func (k arenaKeys) faultKey(name steps.Scenario) key.Binding {
+	for _, f := range k.faults {
+		if f.sc.Name == name {
+			return f.b
+		}
+	}
+	return key.Binding{}
 }
 
 func (k arenaKeys) ShortHelp() []key.Binding {
@@ -131,7 +133,11 @@ func (k arenaKeys) ShortHelp() []key.Binding {
 
 // faultRow is the footer's first line in a live arena: one key per fault.
 func (k arenaKeys) faultRow() []key.Binding {
-	return []key.Binding{k.Crash, k.Error, k.Slow, k.Pause, k.UnlockRace, k.Failover, k.Nested, k.Partition, k.Second}
+	out := make([]key.Binding, len(k.faults))
+	for i, f := range k.faults {
+		out[i] = f.b
+	}
+	return out
 }
 
 func (k arenaKeys) FullHelp() [][]key.Binding {

@@ -9,15 +9,16 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/lockstep-lab/lockstep/internal/arena"
-	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // injectMsg is what a fault key did, with a reading of the lock taken right after it, so the
 // answer and the LOCK line describe the same moment.
 type injectMsg struct {
 	gen  int
-	f    history.Fault
+	sc   *scenario.Scenario
 	who  int
 	err  error
 	lock lockReading
@@ -25,15 +26,9 @@ type injectMsg struct {
 
 // liveIntent carries out an intent that needs live buyers.
 func (m *model) liveIntent(in tea.Msg) tea.Cmd {
-	if f, ok := in.(injectFault); ok && m.ar != nil && m.ar.noLock {
-		switch f.f {
-		case history.FaultFailover:
-			m.msg = "failover: this step takes no lock, so there is no lock write to lose — nothing armed"
-			return nil
-		case history.FaultPartition:
-			m.msg = "partition: this step takes no lock, so there is no link to a lock server to cut — nothing armed"
-			return nil
-		}
+	if f, ok := in.(injectFault); ok && m.ar != nil && m.ar.noLock && f.sc.Lockless != "" {
+		m.msg = fmt.Sprintf("%s: %s", f.sc.Name, f.sc.Lockless)
+		return nil
 	}
 	if m.sess == nil || m.sess.live == nil {
 		m.msg = "no live buyers now: press r to start them (b replays the scenario)"
@@ -64,30 +59,30 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 			m.msg += fmt.Sprintf("; buyer %d retired (it finishes the order it is in)", m.ar.roster.lastRetired)
 		}
 	case injectFault:
-		f := in.f
-		if m.ar.shelf <= 0 && f != history.FaultFailover {
-			m.msg = fmt.Sprintf("%s: the shelf is sold out, so nobody orders and nothing can be hit — r restocks", f)
+		sc := in.sc
+		if m.ar.shelf <= 0 && sc.NeedsHolder {
+			m.msg = fmt.Sprintf("%s: the shelf is sold out, so nobody orders and nothing can be hit — r restocks", sc.Name)
 			return nil
 		}
-		m.msg = fmt.Sprintf("%s → … (waiting up to a TTL for a holder)", f)
+		m.msg = fmt.Sprintf("%s → … (waiting up to a TTL for a holder)", sc.Name)
 		s, within, quorum := m.sess, m.timing().TTL, m.ar.multi()
 		return func() tea.Msg {
-			who, err := s.inject(f, within)
+			who, err := s.inject(sc, within)
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
 			a := live.Arena()
 			r := lockReading{at: a.Since()}
 			r.read(ctx, a, quorum)
-			return injectMsg{gen: gen, f: f, who: who, err: err, lock: r}
+			return injectMsg{gen: gen, sc: sc, who: who, err: err, lock: r}
 		}
 	}
 	return nil
 }
 
-// inject plays fault f on the current holder; when nobody holds the lock (on the back-off steps
-// it sits free much of the time), it tries again for up to within, so a key pressed between two
-// holds hits the next holder. A stopped session is never hit.
-func (s *session) inject(f history.Fault, within time.Duration) (int, error) {
+// inject plays scenario sc's move on the current holder; when nobody holds the lock (on the
+// back-off steps it sits free much of the time), it tries again for up to within, so a key
+// pressed between two holds hits the next holder. A stopped session is never hit.
+func (s *session) inject(sc *scenario.Scenario, within time.Duration) (int, error) {
 	deadline := time.Now().Add(within)
 	for {
 		s.mu.Lock()
@@ -95,7 +90,7 @@ func (s *session) inject(f history.Fault, within time.Duration) (int, error) {
 			s.mu.Unlock()
 			return 0, errors.New("the session has stopped")
 		}
-		who, err := s.live.Inject(f)
+		who, err := scenario.Press(s.live, sc)
 		s.mu.Unlock()
 		if !errors.Is(err, arena.ErrNoHolder) || time.Now().After(deadline) {
 			return who, err
@@ -118,14 +113,14 @@ func (m *model) injected(msg injectMsg) {
 		return
 	}
 	m.ar.setLock(msg.lock)
-	m.msg = injectAnswer(msg, m.ar.noLock, m.arenaP.keys.faults[msg.f].Help().Key)
+	m.msg = injectAnswer(msg, m.ar.noLock, m.arenaP.keys.faultKey(msg.sc.Name).Help().Key)
 	m.after = nil
-	if msg.f == history.FaultFailover && msg.err == nil {
+	if msg.sc.Name == steps.Failover && msg.err == nil {
 		m.ar.armed = true
 	}
 	if msg.err == nil && msg.who != 0 {
-		m.after = &aftermath{gen: m.gen, f: msg.f, who: msg.who, said: m.msg}
-		if msg.f == history.FaultSecond {
+		m.after = &aftermath{gen: m.gen, sc: msg.sc.Name, who: msg.who, said: m.msg}
+		if msg.sc.Name == steps.TwoRequests {
 			m.after.seen(m.ar.buyer(msg.who))
 		}
 	}
@@ -135,7 +130,7 @@ func (m *model) injected(msg injectMsg) {
 // status line (said), so cause and effect are read together when the log is off screen.
 type aftermath struct {
 	gen, who int
-	f        history.Fault
+	sc       steps.Scenario
 	said     string
 	second   int   // a second request: its order's number, once it started
 	others   []int // and the buyer's other orders under way then
@@ -149,13 +144,13 @@ func (af *aftermath) then(e referee.Event, a *board) string {
 		return e.Sentence
 	case e.Kind == referee.EvViolation && (e.Buyer == af.who || e.Other == af.who):
 		return e.Sentence
-	case af.f == history.FaultSecond && e.Kind == referee.EvStart && e.Buyer == af.who && af.second == 0:
+	case af.sc == steps.TwoRequests && e.Kind == referee.EvStart && e.Buyer == af.who && af.second == 0:
 		af.second = e.Order
-	case af.f == history.FaultSecond && e.Kind == referee.EvEnter && e.Buyer == af.who && e.Order == af.second && len(af.others) > 0 &&
+	case af.sc == steps.TwoRequests && e.Kind == referee.EvEnter && e.Buyer == af.who && e.Order == af.second && len(af.others) > 0 &&
 		!slices.ContainsFunc(af.others, func(k int) bool { return a.buyer(af.who).under[k] }):
 		// the referee says nothing of a lock that made a request wait: the picture does
 		return fmt.Sprintf("buyer %d's second order waited its turn: it went in only once its other order had returned", af.who)
-	case af.f == history.FaultPartition && e.Kind == referee.EvDone && e.Buyer == af.who && !e.Sold:
+	case af.sc == steps.Partition && e.Kind == referee.EvDone && e.Buyer == af.who && !e.Sold:
 		// a lease guard stopped the order (12+): it returns without writing
 		return e.Words()
 	}
@@ -187,30 +182,21 @@ func (m *model) follow(e referee.Event) {
 	}
 }
 
-// injectAnswer says what a fault (pressed with key) did, in the words of the reading that came
+// injectAnswer says what a fault key (pressed as key) did, in the words of the reading that came
 // with it.
 func injectAnswer(msg injectMsg, noLock bool, key string) string {
+	f := msg.sc.Name
 	switch {
 	case errors.Is(msg.err, arena.ErrNoHolder) && noLock:
-		return fmt.Sprintf("%s: nobody was inside the critical section for a whole TTL, so nothing was hit — try again when a █ is drawn", msg.f)
+		return fmt.Sprintf("%s: nobody was inside the critical section for a whole TTL, so nothing was hit — try again when a █ is drawn", f)
 	case errors.Is(msg.err, arena.ErrNoHolder) && msg.lock.st.Owner != 0:
-		return fmt.Sprintf("%s: nobody held the lock for a whole TTL after the key; buyer %d has taken it since — press %s again", msg.f, msg.lock.st.Owner, key)
+		return fmt.Sprintf("%s: nobody held the lock for a whole TTL after the key; buyer %d has taken it since — press %s again", f, msg.lock.st.Owner, key)
 	case errors.Is(msg.err, arena.ErrNoHolder):
-		return fmt.Sprintf("%s: nobody held the lock for a whole TTL after the key, so nothing was hit — try again when a bar is drawn", msg.f)
+		return fmt.Sprintf("%s: nobody held the lock for a whole TTL after the key, so nothing was hit — try again when a bar is drawn", f)
 	case msg.err != nil:
-		return fmt.Sprintf("%s: %v", msg.f, msg.err)
-	case msg.f == history.FaultFailover:
-		return "failover armed: the next lock write will not reach the replica, then the primary dies"
+		return fmt.Sprintf("%s: %v", f, msg.err)
+	case msg.who == 0:
+		return msg.sc.Pressed
 	}
-	what := map[history.Fault]string{
-		history.FaultCrash:      "crashed: its process died, its deferred code will never run",
-		history.FaultError:      "its work will return an error",
-		history.FaultSlow:       "its work now takes 3 × TTL",
-		history.FaultPause:      "will freeze (stop-the-world) for 3 × TTL just before its stock write leaves",
-		history.FaultUnlockRace: "will freeze just before the command that deletes its lock",
-		history.FaultReentrant:  "its work calls a helper that takes the same lock again",
-		history.FaultPartition:  "inside its work, its link to the lock server is cut for 3 × TTL; the inventory still answers",
-		history.FaultSecond:     "its process starts a second order now, with the same Locker (a second request)",
-	}[msg.f]
-	return fmt.Sprintf("%s → buyer %d: %s", msg.f, msg.who, what)
+	return fmt.Sprintf("%s → buyer %d: %s", f, msg.who, msg.sc.Pressed)
 }

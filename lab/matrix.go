@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -59,7 +60,7 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	if *expected {
 		var cells []cell
 		for _, st := range rows {
-			for _, sc := range steps.Scenarios {
+			for _, sc := range scenario.Names() {
 				c := cell{Step: st.Slug, Scenario: string(sc), Violations: st.Expect[sc]}
 				if c.Violations == nil {
 					c.Violations = []steps.Kind{}
@@ -144,7 +145,7 @@ func skippedLines(cells []cell, nSteps int) string {
 	var b strings.Builder
 	for _, why := range whys {
 		which, where := strings.Join(scs[why], ", "), strings.Join(sts[why], ", ")
-		if len(scs[why]) == len(steps.Scenarios) {
+		if len(scs[why]) == len(scenario.Names()) {
 			which = "every scenario"
 		}
 		if len(sts[why]) == nSteps && nSteps > 1 {
@@ -159,18 +160,18 @@ func skippedLines(cells []cell, nSteps int) string {
 func renderMatrix(cells []cell) string {
 	var b strings.Builder
 	b.WriteString("| step |")
-	for _, sc := range steps.Scenarios {
+	for _, sc := range scenario.Names() {
 		b.WriteString(" " + string(sc) + " |")
 	}
 	b.WriteString("\n|---|")
-	b.WriteString(strings.Repeat("---|", len(steps.Scenarios)))
+	b.WriteString(strings.Repeat("---|", len(scenario.Names())))
 	b.WriteString("\n")
 	for i, c := range cells {
-		if i%len(steps.Scenarios) == 0 {
+		if i%len(scenario.Names()) == 0 {
 			b.WriteString("| " + c.Step + " |")
 		}
 		b.WriteString(" " + cellText(c) + " |")
-		if i%len(steps.Scenarios) == len(steps.Scenarios)-1 {
+		if i%len(scenario.Names()) == len(scenario.Names())-1 {
 			b.WriteString("\n")
 		}
 	}

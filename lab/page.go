@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -63,7 +64,7 @@ type pageRun struct {
 	Step     string            `json:"-"`
 	Title    string            `json:"-"` // the step's title, from the catalog
 	Scenario string            `json:"-"`
-	What     string            `json:"-"` // steps.Describe
+	What     string            `json:"-"` // scenario.Describe
 	Backend  string            `json:"-"`
 	Played   string            `json:"-"`
 	Cell     string            `json:"-"` // cellText
@@ -230,7 +231,7 @@ func runID(step, sc string) string {
 // knows it.
 func newPageRun(c cell, st *steps.Step, played string, tb *pageTables) pageRun {
 	rep := c.Report
-	r := pageRun{ID: runID(c.Step, c.Scenario), Step: c.Step, Scenario: c.Scenario, What: steps.Describe[steps.Scenario(c.Scenario)],
+	r := pageRun{ID: runID(c.Step, c.Scenario), Step: c.Step, Scenario: c.Scenario, What: scenario.Describe(steps.Scenario(c.Scenario)),
 		Backend: rep.Backend, Played: played, Cell: cellText(c), Class: cellClass(c), Explain: rep.Explain, Report: rep.Text()}
 	if r.Backend == "" {
 		r.Backend = "embedded"

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -167,7 +168,7 @@ func runPage(c cell, st *steps.Step, played string) pageData {
 func matrixPage(title string, cells []cell, played func(c cell) string) pageData {
 	d := pageData{Kind: "matrix", Title: title}
 	tb := newPageTables()
-	for _, sc := range steps.Scenarios {
+	for _, sc := range scenario.Names() {
 		d.Scenarios = append(d.Scenarios, string(sc))
 	}
 	idx := map[string]int{}
@@ -312,7 +313,7 @@ func writeRunPage(out string, st *steps.Step, rep *referee.Report, played time.T
 // writeMatrixPage writes the page of a played matrix of nSteps steps, played at played, to out.
 func writeMatrixPage(out string, cells []cell, nSteps int, played time.Time) error {
 	when := played.UTC().Format(time.RFC3339)
-	d := matrixPage(fmt.Sprintf("the matrix, %d step(s) × %d scenarios", nSteps, len(steps.Scenarios)), cells, func(cell) string { return when })
+	d := matrixPage(fmt.Sprintf("the matrix, %d step(s) × %d scenarios", nSteps, len(scenario.Names())), cells, func(cell) string { return when })
 	return writePage(out, d, savedOf(cellReports(cells), played))
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -197,12 +198,12 @@ func TestNewFaultKeys(t *testing.T) {
 			t.Errorf("help lacks %q", want)
 		}
 	}
-	for f, want := range map[history.Fault]string{
-		history.FaultPartition: "partition → buyer 3: inside its work, its link to the lock server is cut",
-		history.FaultSecond:    "second → buyer 3: its process starts a second order now",
+	for f, want := range map[*scenario.Scenario]string{
+		scenario.Partition:   "partition → buyer 3: inside its work, its link to the lock server is cut",
+		scenario.TwoRequests: "two-requests → buyer 3: its process starts a second order now",
 	} {
-		if got := injectAnswer(injectMsg{f: f, who: 3}, false, "i"); !strings.HasPrefix(got, want) {
-			t.Errorf("%s: %q", f, got)
+		if got := injectAnswer(injectMsg{sc: f, who: 3}, false, "i"); !strings.HasPrefix(got, want) {
+			t.Errorf("%s: %q", f.Name, got)
 		}
 	}
 }
@@ -275,7 +276,7 @@ func TestLatestViolationIsNotCut(t *testing.T) {
 // second order waits; another message in between stops it.
 func TestFaultThenWhatCameOfIt(t *testing.T) {
 	m := liveArena(t, 9)
-	m.injected(injectMsg{gen: m.gen, f: history.FaultSecond, who: 3})
+	m.injected(injectMsg{gen: m.gen, sc: scenario.TwoRequests, who: 3})
 	said := m.msg
 	m.follow(referee.Event{Kind: referee.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
 	if m.msg != said {
@@ -290,7 +291,7 @@ func TestFaultThenWhatCameOfIt(t *testing.T) {
 	m.ar.apply(referee.Event{Kind: referee.EvStart, Buyer: 3, Order: 6})
 	m.ar.apply(referee.Event{Kind: referee.EvEnter, Buyer: 3, Order: 6})
 	m.ar.apply(referee.Event{Kind: referee.EvStart, Buyer: 3, Order: 7})
-	m.injected(injectMsg{gen: m.gen, f: history.FaultSecond, who: 3})
+	m.injected(injectMsg{gen: m.gen, sc: scenario.TwoRequests, who: 3})
 	for _, e := range []referee.Event{{Kind: referee.EvStart, Buyer: 3, Order: 8}, {Kind: referee.EvDone, Buyer: 3, Order: 8, Sold: true}, {Kind: referee.EvExit, Buyer: 3, Order: 6}, {Kind: referee.EvDone, Buyer: 3, Order: 6, Sold: true},
 		{Kind: referee.EvEnter, Buyer: 3, Order: 7}} {
 		m.ar.apply(e)
@@ -299,7 +300,7 @@ func TestFaultThenWhatCameOfIt(t *testing.T) {
 	if !strings.HasSuffix(m.msg, "then: buyer 3's second order waited its turn: it went in only once its other order had returned") {
 		t.Fatalf("waits: %q", m.msg)
 	}
-	m.injected(injectMsg{gen: m.gen, f: history.FaultPartition, who: 1})
+	m.injected(injectMsg{gen: m.gen, sc: scenario.Partition, who: 1})
 	m.msg = "orders resumed"
 	m.follow(referee.Event{Kind: referee.EvOverlap, Buyer: 2, Other: 1, Sentence: "buyer 1 and buyer 2 were both inside"})
 	if m.msg != "orders resumed" {

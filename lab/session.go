@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -46,6 +47,9 @@ func (s *session) setArena(a *arena.Arena) {
 		s.start = time.Now().Add(-a.Since()) // the arena's clock, not the lab's
 	}
 	s.mu.Unlock()
+	if a != nil && a.Play() > 0 && s.feed != nil {
+		s.feed.pushPlay(a.Play())
+	}
 }
 
 // readLock reads the lock of a canned run's arena while the run is on; false when there is none.
@@ -225,7 +229,7 @@ func (m *model) playBreak(sc steps.Scenario) tea.Cmd {
 			}
 			f.finish(rep, err)
 		}()
-		rep, err = arena.Run(ctx, arena.Config{Step: st, Env: env, Timing: t, OnEvent: f.push, OnArena: s.setArena}, sc)
+		rep, err = scenario.Run(ctx, arena.Config{Step: st, Env: env, Timing: t, OnEvent: f.push, OnArena: s.setArena}, sc)
 		s.setArena(nil)
 	}()
 	return tea.Batch(f.next(), m.tick())
@@ -238,6 +242,13 @@ func (m *model) feedIn(msg feedMsg) tea.Cmd {
 	}
 	was := m.ar.failedOver
 	for _, it := range msg.items {
+		if it.play > 0 {
+			if it.play > 1 || m.ar.last > 0 {
+				m.ar = m.ar.fresh()
+			}
+			m.ar.play = it.play
+			continue
+		}
 		if it.lock != nil {
 			m.ar.setLock(*it.lock)
 		} else {
@@ -271,6 +282,19 @@ func (m *model) tickIn(msg tickMsg) tea.Cmd {
 
 // finishBreak takes a canned run's report, and after a break works out the hand-off.
 func (m *model) finishBreak(rep *referee.Report, err error) {
+	if rep != nil && rep.Plays > 1 && rep.History != nil && rep.History.Play != m.ar.play {
+		// The verdict's play is not the last one drawn: draw it again, from its history.
+		b := m.ar.fresh()
+		b.play = rep.History.Play
+		ref := referee.NewReferee(*rep.History, b.apply)
+		for _, rec := range rep.History.Records {
+			ref.Add(rec)
+		}
+		m.ar = b
+	}
+	if rep != nil {
+		m.ar.plays = rep.Plays
+	}
 	m.ar.finish(rep, err)
 	st := m.step()
 	switch {
@@ -289,7 +313,7 @@ func (m *model) finishBreak(rep *referee.Report, err error) {
 // searchMsg is one scenario a search played against a lock with no row of the matrix.
 type searchMsg struct {
 	gen int
-	i   int // the scenario's index in steps.Scenarios
+	i   int // the scenario's index in scenario.Names()
 	rep *referee.Report
 	err error
 }
@@ -314,8 +338,8 @@ type searchTally struct {
 
 // searchNext plays scenario i of the search in the background.
 func (m *model) searchNext(i int) tea.Cmd {
-	s, st, backend, sc := m.sess, m.step(), m.opt.backend, steps.Scenarios[i]
-	m.msg = fmt.Sprintf("looking for a scenario that breaks %s: playing %s at full speed (%d of %d)…", course.Name(st), sc, i+1, len(steps.Scenarios))
+	s, st, backend, sc := m.sess, m.step(), m.opt.backend, scenario.Names()[i]
+	m.msg = fmt.Sprintf("looking for a scenario that breaks %s: playing %s at full speed (%d of %d)…", course.Name(st), sc, i+1, len(scenario.Names()))
 	return func() (msg tea.Msg) {
 		s.mu.Lock()
 		if s.stopped { // the lab moved on before this scenario began
@@ -338,7 +362,7 @@ func (m *model) searchNext(i int) tea.Cmd {
 			return
 		}
 		defer env.Close()
-		out.rep, out.err = arena.Run(s.ctx, arena.Config{Step: st, Env: env}, sc)
+		out.rep, out.err = scenario.Run(s.ctx, arena.Config{Step: st, Env: env}, sc)
 		return
 	}
 }
@@ -349,7 +373,7 @@ func (m *model) searchIn(msg searchMsg) tea.Cmd {
 	if msg.gen != m.gen || m.sess == nil {
 		return nil
 	}
-	sc, t := steps.Scenarios[msg.i], &m.search
+	sc, t := scenario.Names()[msg.i], &m.search
 	switch {
 	case errors.Is(msg.err, arena.ErrCannotStage):
 		t.unstaged = append(t.unstaged, string(sc))
@@ -365,7 +389,7 @@ func (m *model) searchIn(msg searchMsg) tea.Cmd {
 	default:
 		t.held = append(t.held, string(sc))
 	}
-	if msg.i+1 < len(steps.Scenarios) {
+	if msg.i+1 < len(scenario.Names()) {
 		return m.searchNext(msg.i + 1)
 	}
 	m.msg = fmt.Sprintf("%s held under all %d scenarios played at full speed", course.Name(m.step()), len(t.held))

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/muesli/termenv"
 	"go.uber.org/goleak"
@@ -232,17 +233,17 @@ func TestTUIFlags(t *testing.T) {
 
 // TestInjectAnswer: a fault key's answer agrees with the reading taken after it.
 func TestInjectAnswer(t *testing.T) {
-	if s := injectAnswer(injectMsg{f: history.FaultCrash, err: arena.ErrNoHolder}, false, "x"); !strings.Contains(s, "nobody held the lock for a whole TTL after the key") {
+	if s := injectAnswer(injectMsg{sc: scenario.Crash, err: arena.ErrNoHolder}, false, "x"); !strings.Contains(s, "nobody held the lock for a whole TTL after the key") {
 		t.Errorf("no holder: %q", s)
 	}
-	taken := injectMsg{f: history.FaultReentrant, err: arena.ErrNoHolder, lock: lockReading{st: arena.LockState{Held: true, Owner: 4}}}
+	taken := injectMsg{sc: scenario.Reentrant, err: arena.ErrNoHolder, lock: lockReading{st: arena.LockState{Held: true, Owner: 4}}}
 	if s := injectAnswer(taken, false, "n"); !strings.Contains(s, "buyer 4 has taken it since — press n again") {
 		t.Errorf("no holder, then buyer 4: %q", s)
 	}
-	if s := injectAnswer(injectMsg{f: history.FaultCrash, err: arena.ErrNoHolder}, true, "x"); !strings.Contains(s, "nobody was inside the critical section for a whole TTL") {
+	if s := injectAnswer(injectMsg{sc: scenario.Crash, err: arena.ErrNoHolder}, true, "x"); !strings.Contains(s, "nobody was inside the critical section for a whole TTL") {
 		t.Errorf("no lock: %q", s)
 	}
-	if s := injectAnswer(injectMsg{f: history.FaultSlow, who: 3}, false, "s"); !strings.Contains(s, "slow → buyer 3: its work") {
+	if s := injectAnswer(injectMsg{sc: scenario.Slow, who: 3}, false, "s"); !strings.Contains(s, "slow → buyer 3: its work") {
 		t.Errorf("hit: %q", s)
 	}
 }

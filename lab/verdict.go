@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -31,7 +32,7 @@ func (a *board) judged(k steps.Kind) bool {
 	if a.scenario == "" {
 		return true
 	}
-	return slices.Contains(steps.Judges[a.scenario], k)
+	return slices.Contains(scenario.Judges(a.scenario), k)
 }
 
 // violated tells whether the referee found kind k, and its sentence (said when it found it; the

@@ -26,9 +26,11 @@ type Config struct {
 	Scenario steps.Scenario
 	What     string
 	Judged   []steps.Kind
-	Env      redisenv.Env
-	Timing   history.Timing
-	Stock    int
+	// Play is the play's number where a scenario plays several (unlock-race), from 1.
+	Play   int
+	Env    redisenv.Env
+	Timing history.Timing
+	Stock  int
 	// OnEvent, when set, receives every event as it happens. It is called from the buyers'
 	// goroutines, often with the arena's lock held: it must be safe for concurrent use and return
 	// at once (hand the event to a queue). Events of one buyer arrive in order.
@@ -44,6 +46,7 @@ type Config struct {
 // session (Live) both drive an Arena.
 type Arena struct {
 	step     *steps.Step
+	play     int
 	env      redisenv.Env
 	t        history.Timing
 	prefix   string
@@ -63,7 +66,8 @@ type Arena struct {
 	nextOrder int // the last order id handed out
 	nextCall  int // the last call id handed out
 	ref       *referee.Referee
-	stage     staging // what a scripted scenario has armed
+	sig       *signals  // the events as channels, for the stages' waits
+	armed     []armedOn // node moves waiting for a holder's Lock
 	// unlockTouched is the most commands an Unlock call (of any process, begun holding a lock)
 	// carried out that touched the lock: the gaps the unlock-race tries.
 	unlockTouched int
@@ -80,7 +84,7 @@ const inventoryKeys = "inventory:"
 // NewArena stocks the shelf and returns an arena ready for buyers.
 func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 	if cfg.Step == nil || cfg.Env == nil {
-		return nil, errors.New("sim: an arena needs a step and an env")
+		return nil, errors.New("arena: an arena needs a step and an env")
 	}
 	if cfg.Timing == (history.Timing{}) {
 		cfg.Timing = history.DefaultTiming()
@@ -88,6 +92,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 	pre := cfg.Env.Prefix()
 	a := &Arena{
 		step:     cfg.Step,
+		play:     cfg.Play,
 		env:      cfg.Env,
 		t:        cfg.Timing,
 		prefix:   pre,
@@ -98,15 +103,16 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		onEvent:  cfg.OnEvent,
 		start:    time.Now(),
 		prio:     newPriority(),
+		sig:      newSignals(),
 	}
 	o := cfg.Env.InventoryOptions()
 	a.inv = redis.NewClient(o)
 	a.inv.AddHook(claimHook{})
 	if err := a.inv.Set(ctx, a.stockKey, cfg.Stock, 0).Err(); err != nil {
 		a.inv.Close()
-		return nil, fmt.Errorf("sim: stocking the shelf: %w", err)
+		return nil, fmt.Errorf("arena: stocking the shelf: %w", err)
 	}
-	h := history.History{Step: cfg.Step.Slug, Scenario: cfg.Scenario, What: cfg.What, Judged: cfg.Judged,
+	h := history.History{Step: cfg.Step.Slug, Scenario: cfg.Scenario, What: cfg.What, Judged: cfg.Judged, Play: cfg.Play,
 		Backend: cfg.Env.Backend(), Timing: cfg.Timing, LockKey: LockName, Stock: cfg.Stock}
 	for _, n := range cfg.Env.Nodes() {
 		h.Nodes = append(h.Nodes, n.Name())
@@ -128,6 +134,9 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 // LockKey is the key of the product's lock.
 func (a *Arena) LockKey() string { return a.lockKey }
 
+// Play is the play's number where the scenario plays several (Config.Play), 0 otherwise.
+func (a *Arena) Play() int { return a.play }
+
 // Timing is the arena's clock.
 func (a *Arena) Timing() history.Timing { return a.t }
 
@@ -136,10 +145,6 @@ func (a *Arena) Since() time.Duration { return time.Since(a.start) }
 
 // at is t on the arena's clock.
 func (a *Arena) at(t time.Time) time.Duration { return t.Sub(a.start) }
-
-// unlockFreeze is how long the unlock-race fault freezes a process in a live session: past its
-// lock's TTL.
-func (a *Arena) unlockFreeze() time.Duration { return a.t.TTL * 9 / 5 }
 
 // beat is how long a staged fault lasts once its counterpart has acted: one Work, long enough
 // for the overlap it was staged for to be seen, short against the counterpart's own lease (whose
@@ -171,6 +176,7 @@ func (a *Arena) emit(e referee.Event) {
 	if e.Kind == referee.EvFree && a.idle != nil {
 		a.idle.kick(e.Due)
 	}
+	a.sig.see(e, len(a.procs))
 	if a.onEvent != nil {
 		a.onEvent(e)
 	}
@@ -189,15 +195,20 @@ func (a *Arena) addBuyer() *process {
 }
 
 // order runs one order of p through the step's handler and records it.
-func (a *Arena) order(ctx context.Context, p *process, hold <-chan struct{}) error {
+func (a *Arena) order(ctx context.Context, p *process, hold Wait) error {
 	a.mu.Lock()
 	a.nextOrder++
 	p.orders++
-	o := &order{id: a.nextOrder, p: p, k: p.orders}
+	o := &order{id: a.nextOrder, p: p, k: p.orders, hold: hold}
+	for _, st := range p.holds {
+		if st.k == o.k {
+			o.hold = st.w
+		}
+	}
 	p.current = append(p.current, o)
 	a.record(history.Record{Kind: history.RecOrder, What: history.OrderBegin, Buyer: p.n, Order: o.id, K: o.k})
 	a.mu.Unlock()
-	err := a.step.Order(withOrder(ctx, o), p.locker, &shop{p: p, o: o, hold: hold})
+	err := a.step.Order(withOrder(ctx, o), p.locker, &shop{p: p, o: o})
 	a.done(o, ctx, err)
 	return err
 }
@@ -250,33 +261,9 @@ func (a *Arena) proc(n int) *process {
 	return a.procs[n-1]
 }
 
-// Inject plays fault on the current holder: at once where it can (crash), in its work if it is
-// working (error, slow, reentrant), or at its next moment (pause at its stock write, unlock-race
-// at its unlock). A failover is armed for the next Lock that writes on the first node, whoever
-// calls it. It returns the buyer it targeted (0 for a failover).
-func (a *Arena) Inject(f history.Fault) (int, error) {
-	if f == history.FaultFailover {
-		return 0, a.armFailover(0, 0)
-	}
-	n := a.Holder()
-	p := a.proc(n)
-	if p == nil {
-		return 0, ErrNoHolder
-	}
-	switch f {
-	case history.FaultSecond:
-		return 0, errors.New("sim: a second request needs a live session")
-	case history.FaultCrash:
-		a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultCrash), Buyer: n})
-		p.crash()
-	case history.FaultUnlockRace:
-		a.mu.Lock()
-		p.race = &unlockRace{gap: 0, freeze: a.unlockFreeze()}
-		a.mu.Unlock()
-	default:
-		p.arm(f)
-	}
-	return n, nil
+// TimedOut records that the run did not finish: what says how.
+func (a *Arena) TimedOut(what string) {
+	a.recordNow(history.Record{Kind: history.RecTimeout, What: what})
 }
 
 // Shelf is the stock as last written.

@@ -186,3 +186,17 @@ func replyZero(cmds []redis.Cmder) bool {
 	}
 	return true
 }
+
+// creates lists the commands cannotDelete holds that write all the same: they only create.
+var creates = map[string]bool{"setnx": true, "hsetnx": true, "msetnx": true}
+
+// mayWriteAny reports whether any of cmds may write a key: none is a read, or control of the
+// connection, pub/sub or a transaction.
+func mayWriteAny(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if n := c.Name(); !cannotDelete[n] || creates[n] {
+			return true
+		}
+	}
+	return false
+}

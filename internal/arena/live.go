@@ -20,6 +20,7 @@ type Live struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	active []*liveBuyer // buyers still ordering, oldest first
+	stage  *Stage
 	paused bool
 	wake   chan struct{}
 	wg     sync.WaitGroup
@@ -39,6 +40,8 @@ func StartLive(cfg Config, buyers int) (*Live, error) {
 	}
 	l := &Live{a: a, wake: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.stage = a.NewStage(l.ctx, 1, a.t)
+	l.stage.starts()
 	l.SetBuyers(buyers)
 	l.wg.Add(1)
 	go l.watchStuck()
@@ -173,33 +176,17 @@ func (l *Live) watchStuck() {
 	}
 }
 
-// Inject plays fault f on the current holder (see Arena.Inject). FaultSecond starts a second
-// order on the holder's process at once, with the same Locker: two requests of one server.
-func (l *Live) Inject(f history.Fault) (int, error) {
-	if f != history.FaultSecond {
-		return l.a.Inject(f)
-	}
-	n := l.a.Holder()
-	p := l.a.proc(n)
-	if p == nil {
-		return 0, ErrNoHolder
-	}
-	l.a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultSecond), Buyer: n})
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		ctx, cancel := context.WithTimeout(l.ctx, 20*l.a.t.TTL)
-		defer cancel()
-		l.a.order(ctx, p, nil)
-	}()
-	return n, nil
-}
+// Stage is the session's stage: the moves the lab's fault keys play on its holder, under the
+// session's long-stop.
+func (l *Live) Stage() *Stage { return l.stage }
 
 // Stop ends the session: buyers finish, every process stops, and the report of the whole
 // session is returned (judged against every kind: a live session is not one scenario).
 func (l *Live) Stop() *referee.Report {
 	l.cancel()
 	l.wg.Wait()
+	l.stage.orders.Wait()
+	l.stage.Close()
 	rep := l.a.Report(context.Background())
 	l.a.Close()
 	return rep

@@ -1,7 +1,9 @@
 package arena_test
 
 import (
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,6 +13,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -25,12 +28,12 @@ func embedded(t *testing.T) redisenv.Env {
 	return env
 }
 
-// injectInto waits until some buyer holds the lock and injects f into it.
-func injectInto(t *testing.T, l *arena.Live, f history.Fault) int {
+// injectInto waits until some buyer holds the lock and presses scenario f's key on it.
+func injectInto(t *testing.T, l *arena.Live, f steps.Scenario) int {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if who, err := l.Inject(f); err == nil {
+		if who, err := scenario.Press(l, scenario.Find(f)); err == nil {
 			return who
 		}
 		time.Sleep(time.Millisecond)
@@ -49,7 +52,7 @@ func TestLiveCrashLeavesStuckLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		who := injectInto(t, l, history.FaultCrash)
+		who := injectInto(t, l, steps.Crash)
 		time.Sleep(3 * tm.TTL)
 		rep := l.Stop()
 		if !rep.Stuck || rep.StuckOwner != who {
@@ -66,8 +69,8 @@ func TestLiveCrashLeavesStuckLock(t *testing.T) {
 func TestLiveNoFalseForeignRelease(t *testing.T) {
 	for _, c := range []struct {
 		step string
-		f    history.Fault
-	}{{"09", history.FaultPause}, {"07", history.FaultSlow}} {
+		f    steps.Scenario
+	}{{"09", steps.Pause}, {"07", steps.Slow}} {
 		t.Run(c.step+"/"+string(c.f), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
@@ -119,9 +122,9 @@ func TestLiveRetireFinishesTheOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		injectInto(t, l, history.FaultSlow) // buyer 1 is inside, for 3 × TTL
+		injectInto(t, l, steps.Slow) // buyer 1 is inside, until another gets in (at most 6 × TTL)
 		l.SetBuyers(0)
-		time.Sleep(4 * tm.TTL)
+		time.Sleep(7 * tm.TTL)
 		rep := l.Stop()
 		mu.Lock()
 		defer mu.Unlock()
@@ -132,4 +135,9 @@ func TestLiveRetireFinishesTheOrder(t *testing.T) {
 			t.Fatalf("retiring a buyer left the lock stuck:\n%s", rep.Text())
 		}
 	})
+}
+
+func envInt(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
 }

@@ -16,6 +16,7 @@ type order struct {
 	p       *process
 	k       int  // the process's k-th order
 	faulted bool // the arena's own fault failed its work (guarded by the arena's mu)
+	hold    Wait // when not nil, the order stays inside after its work until it closes (guarded by the arena's mu)
 }
 
 // callKind tells a Lock call from an Unlock call.
@@ -106,7 +107,7 @@ func (l *observedLocker) Lock(ctx context.Context, key string) (bool, error) {
 	c := l.p.callBegan(ctx, lockCall)
 	ok, err := l.inner.Lock(context.WithValue(ctx, callKey, c), key)
 	l.p.callEnded(c, ok, err)
-	l.p.a.afterLock(l.p, c, ok && err == nil)
+	l.p.a.afterLock(l.p, ok && err == nil)
 	return ok, err
 }
 
@@ -168,14 +169,15 @@ func (p *process) callEnded(c *call, ok bool, err error) {
 }
 
 // unlocked tells the staging that p's Unlock call c has returned: how many commands touched the
-// lock its process held is what the unlock-race's plays try a gap before each of.
+// lock its process held is what the unlock-race's plays try a gap before each of (the most of any
+// process's: the holder's own release may have been cut short by what the race did).
 func (p *process) unlocked(c *call) {
 	if len(c.holdKeys) == 0 {
 		return
 	}
 	p.mu.Lock()
-	if p.race != nil {
-		p.race.unlocks++
+	if r := p.race; r != nil {
+		r.unlocks++
 	}
 	touched := c.touched
 	p.mu.Unlock()

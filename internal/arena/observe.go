@@ -2,7 +2,6 @@ package arena
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -134,17 +133,6 @@ func (a *Arena) failover(e *nodeEye) error {
 	return a.nodeChange(e, history.NodeFailover, e.node.Failover)
 }
 
-// Restart restarts lock node i without persistence: it forgets every key, the lock with them.
-func (a *Arena) Restart(i int) error {
-	if i < 0 || i >= len(a.nodes) {
-		return fmt.Errorf("sim: there is no lock node %d", i+1)
-	}
-	e := a.nodes[i]
-	e.turn.Lock()
-	defer e.turn.Unlock()
-	return a.nodeChange(e, history.NodeRestart, e.node.Restart)
-}
-
 // nodeChange runs change (a failover or a restart) on e's node and records what the node lost:
 // every key the referee knew there that the node has no more, or has another value. The caller
 // holds e.turn.
@@ -176,37 +164,6 @@ func (a *Arena) nodeChange(e *nodeEye, what string, change func(context.Context)
 		}
 	}
 	a.record(history.Record{Kind: history.RecNode, What: what, Node: e.i, OK: true, Keys: lost})
-	return nil
-}
-
-// ArmFailover makes the next Lock call that writes on node i, whoever makes it, skip the
-// replica, and fails the node over right after that call returns.
-func (a *Arena) ArmFailover(i int) error {
-	if i < 0 || i >= len(a.nodes) {
-		return fmt.Errorf("sim: there is no lock node %d", i+1)
-	}
-	return a.armFailover(i, 0)
-}
-
-// armFailover holds node i's replication back now and fails the node over after the next Lock
-// call of buyer (0: anyone) that returns holding a lock written on node i.
-func (a *Arena) armFailover(i, buyer int) error {
-	e := a.nodes[i]
-	if !e.node.CanFailover() {
-		return fmt.Errorf("sim: the %s backend has no replica to fail over to", a.env.Backend())
-	}
-	a.mu.Lock()
-	if e.failedOver {
-		a.mu.Unlock()
-		return errors.New("sim: the replica was already promoted; reset to fail over again")
-	}
-	held := e.held
-	e.held = true
-	a.stage.failover = &armed{node: i, buyer: buyer, strike: a.failoverNow(i)}
-	a.mu.Unlock()
-	if !held {
-		e.node.HoldReplication()
-	}
 	return nil
 }
 

@@ -113,3 +113,10 @@ func (pr *priority) close() {
 	pr.mu.Unlock()
 	pr.open(g)
 }
+
+// is reports whether p is the greedy buyer.
+func (pr *priority) is(p *process) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.p == p
+}

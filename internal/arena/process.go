@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -40,21 +41,15 @@ type process struct {
 	refused   []bool          // per lock node: its commands there fail at once (the node is down for it)
 	skew      time.Duration   // how far its wall clock runs ahead (Proc.Now)
 	conns     map[*procConn]struct{}
-	armed     history.Fault  // a fault waiting for its moment
-	race      *unlockRace    // the unlock-race fault, armed
+	armed     *armedFault    // a fault waiting for its moment in the shop's work or write
+	race      *unlockRace    // a freeze before an unlock command, armed
+	lose      *lostReply     // a lock reply to lose, armed
 	calls     map[*call]bool // Lock and Unlock calls under way
 	lockCalls int            // Lock calls made (guarded by the arena's mu)
 	poke      chan struct{}  // wakes the work when a fault is injected into it
-	orders    int            // orders started
+	orders    int            // orders started (guarded by the arena's mu, as current and holds)
 	current   []*order       // orders under way
-	lastDone  time.Duration  // when its last order ended
-
-	// witness, set by a scripted scenario, closes when the buyer this process's fault is staged
-	// for has entered the critical section, found the lock taken, or finished. A staged fault
-	// lasts until then (or witnessCap), not for a fixed time, so the interleaving a scenario
-	// forces holds however late either side runs.
-	witness    <-chan struct{}
-	witnessCap time.Duration
+	holds     []stay         // holds a stage set for orders of this process, by number
 }
 
 func newProcess(a *Arena, n int) *process {
@@ -120,7 +115,7 @@ func (p *process) refuse(i int) (restore func()) {
 }
 
 // errRefused is what a command to a lock node that refuses the process answers.
-var errRefused = errors.New("sim: connection refused: the lock node is down for this process")
+var errRefused = errors.New("connection refused: the lock node is down for this process")
 
 // spawn is Proc.Go: the goroutine belongs to the process and ends with it.
 func (p *process) spawn(f func(ctx context.Context)) {
@@ -160,34 +155,34 @@ func (p *process) crash() {
 }
 
 // outage is a stretch of time in which some of a process's traffic cannot leave: all of it while
-// the process is frozen, its lock traffic while it is cut off from the lock nodes. It ends after
-// its duration, or, when the process is staged, once its witness has acted (at most witnessCap).
+// the process is frozen, its lock traffic while it is cut off from the lock nodes. It ends at its
+// cap, or a beat after what it waits for has happened.
 type outage struct {
 	gate       chan struct{} // closed while traffic flows; open during the outage
 	until      time.Time
-	began, end string // the process records that say it began and ended
+	began      time.Time
+	start, end string // the process records that say it began and ended
 }
 
-func newOutage(began, end string) outage {
-	o := outage{gate: make(chan struct{}), began: began, end: end}
+func newOutage(start, end string) outage {
+	o := outage{gate: make(chan struct{}), start: start, end: end}
 	close(o.gate)
 	return o
 }
 
-// freeze stops the whole process for d: no command of it leaves until it thaws.
-func (p *process) freeze(d time.Duration) { p.start(&p.frozen, d) }
+// freeze stops the whole process for at most cap, or until w has happened (then a beat): no
+// command of it leaves until it thaws. says is what it waits for, in words.
+func (p *process) freeze(cap time.Duration, w Wait, says string) { p.begin(&p.frozen, cap, w, says) }
 
-// partition cuts the process's links to the lock nodes for d; its work and its inventory go on.
-func (p *process) partition(d time.Duration) { p.start(&p.cut, d) }
+// partition cuts the process's links to the lock nodes for at most cap, or until w (then a
+// beat); its work and its inventory go on.
+func (p *process) partition(cap time.Duration, w Wait, says string) { p.begin(&p.cut, cap, w, says) }
 
-// start begins (or extends) outage o for d, or until the witness has acted when staged.
-func (p *process) start(o *outage, d time.Duration) {
+// begin begins (or extends) outage o for at most cap, or until w has happened, then a beat.
+func (p *process) begin(o *outage, cap time.Duration, w Wait, says string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	until := time.Now().Add(d)
-	if p.witness != nil {
-		until = time.Now().Add(p.witnessCap)
-	}
+	until := time.Now().Add(cap)
 	if until.Before(o.until) {
 		return
 	}
@@ -195,25 +190,27 @@ func (p *process) start(o *outage, d time.Duration) {
 	select {
 	case <-o.gate:
 		o.gate = make(chan struct{})
-		p.a.recordNow(history.Record{Kind: history.RecProcess, What: o.began, Buyer: p.n, D: d})
+		o.began = time.Now()
+		p.a.recordNow(history.Record{Kind: history.RecProcess, What: o.start, Buyer: p.n, D: cap, Says: says})
 		p.wg.Add(1)
-		go p.endLoop(o, o.gate, p.witness)
+		go p.endLoop(o, o.gate, w)
 	default:
 	}
 }
 
-// endLoop reopens gate once the latest end of o has passed (a second start can extend it), or
-// its witness has acted, or the process died.
-func (p *process) endLoop(o *outage, gate chan struct{}, witness <-chan struct{}) {
+// endLoop reopens gate once the latest end of o has passed (a second begin can extend it), or a
+// beat after w has happened, or when the process died; the end's record says how long it lasted.
+func (p *process) endLoop(o *outage, gate chan struct{}, w Wait) {
 	defer p.wg.Done()
 	for {
 		p.mu.Lock()
 		wait := time.Until(o.until)
 		if wait <= 0 || p.isDead() || p.ctx.Err() != nil {
 			close(gate)
+			lasted := time.Since(o.began)
 			p.mu.Unlock()
 			if !p.isDead() {
-				p.a.recordNow(history.Record{Kind: history.RecProcess, What: o.end, Buyer: p.n})
+				p.a.recordNow(history.Record{Kind: history.RecProcess, What: o.end, Buyer: p.n, D: lasted})
 			}
 			return
 		}
@@ -221,13 +218,13 @@ func (p *process) endLoop(o *outage, gate chan struct{}, witness <-chan struct{}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
-		case <-witness:
+		case <-w:
 			// The counterpart has acted: end a beat later, so the overlap the outage was
 			// staged for is wide enough to see.
 			p.mu.Lock()
 			o.until = time.Now().Add(p.a.beat())
 			p.mu.Unlock()
-			witness = nil
+			w = nil
 		case <-p.dead:
 		case <-p.ctx.Done():
 		}
@@ -268,9 +265,9 @@ func (p *process) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // arm sets the fault that waits for its moment in this process, and wakes its work if it is in it.
-func (p *process) arm(f history.Fault) {
+func (p *process) arm(x *armedFault) {
 	p.mu.Lock()
-	p.armed = f
+	p.armed = x
 	p.mu.Unlock()
 	select {
 	case p.poke <- struct{}{}:
@@ -279,16 +276,20 @@ func (p *process) arm(f history.Fault) {
 }
 
 // take returns the armed fault if it is one of want, and disarms it.
-func (p *process) take(want ...history.Fault) history.Fault {
+func (p *process) take(want ...history.Fault) *armedFault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	x := p.armed
+	if x == nil {
+		return nil
+	}
 	for _, w := range want {
-		if p.armed == w && w != history.FaultNone {
-			p.armed = history.FaultNone
-			return w
+		if x.m.f == w {
+			p.armed = nil
+			return x
 		}
 	}
-	return history.FaultNone
+	return nil
 }
 
 // close stops the process for good and waits for its goroutines.
@@ -379,6 +380,7 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 		return fail(cmds, err)
 	}
 	err := p.a.observe(ctx, p, node, cmds, c, send)
+	err = p.loseReply(ctx, c, node, cmds, err, send)
 	if c != nil && c.kind == unlockCall && (err == nil || err == redis.Nil) && namesAny(inner, p.a.prefix, c.holdKeys[node]) {
 		// A command of the release that touched the lock and was carried out (one refused, a
 		// script Redis does not have yet, is sent again and counted then).
@@ -494,37 +496,86 @@ func (p *process) closeConns() {
 	}
 }
 
-// unlockRace is the unlock-race fault armed on a process: it freezes the process inside its
-// release, between the commands of the Unlock that touch what the process holds.
+// unlockRace is a freeze before an unlock command, armed on a process: it freezes the process
+// inside its release, between the commands of the Unlock that touch what the process holds.
 type unlockRace struct {
+	m *move
 	// gap: freeze before the gap-th command of the process's first Unlock (one that began
-	// holding a lock) that names a key it holds; 0 (live) before the first such command that
-	// may delete one.
-	gap    int
-	freeze time.Duration // how long; a staged process thaws with its witness instead
-	struck bool
+	// holding a lock) that names a key it holds; 0 before the first such command that may
+	// delete one.
+	gap   int
+	cap   time.Duration // how long at most
+	until func() Wait   // what it lasts until, made as it strikes
+	label string        // the command it froze before, once it struck
 	// unlocks is the process's Unlock calls that began holding a lock.
 	unlocks int
 }
 
 // unlockRace freezes p before a command of Unlock call c that names a key its process held as c
-// began, as the unlock-race fault armed on p says: before the command that follows gap−1 such
-// commands carried out.
+// began, as the freeze armed on p says: before the command that follows gap−1 such commands
+// carried out.
 func (p *process) unlockRace(c *call, node int, cmds []redis.Cmder) {
 	if c == nil || c.kind != unlockCall || !namesAny(cmds, p.a.prefix, c.holdKeys[node]) {
 		return
 	}
 	p.mu.Lock()
 	r := p.race
-	strike := r != nil && !r.struck && r.unlocks == 0 &&
+	strike := r != nil && r.label == "" && r.unlocks == 0 &&
 		(r.gap == c.touched+1 || (r.gap == 0 && mayDeleteAny(cmds, p.a.prefix, c.holdKeys[node])))
-	if strike {
-		r.struck = true
-	}
 	p.mu.Unlock()
 	if !strike {
 		return
 	}
-	p.a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultUnlockRace), Buyer: p.n, Node: node, Cmds: p.a.cmds(cmds)})
-	p.freeze(r.freeze)
+	a := p.a
+	hc := a.cmds(cmds)
+	a.mu.Lock()
+	label := a.ref.CommandOf(hc, node, c.id).Label
+	a.mu.Unlock()
+	p.mu.Lock()
+	r.label = label
+	p.mu.Unlock()
+	says := "the whole process freezes just before " + label + ", " + a.lasting(r.cap)
+	if r.m.strike(p.n, says, hc, node) {
+		p.freeze(r.cap, r.until(), counterpart)
+	}
+}
+
+// lostReply is a lost reply armed on a process: the reply to its next Lock command that may write
+// (and is answered, not refused) never reaches it.
+type lostReply struct {
+	m     *move
+	after time.Duration // how long the client waits for the reply: its read timeout
+}
+
+// loseReply plays a lost reply armed on p, once command cmds of call c to node has been answered
+// with err: if it is the command the reply of which is lost, the client waits for it for its
+// read timeout, then sends the command again, as go-redis does with a command that timed out
+// (MaxRetries); the second answer is the one the caller gets. It returns the answer the caller
+// gets.
+func (p *process) loseReply(ctx context.Context, c *call, node int, cmds []redis.Cmder, err error, send func() error) error {
+	if c == nil || c.kind != lockCall || (err != nil && err != redis.Nil) {
+		return err // an error reply (a script the server does not have yet) did nothing to lose
+	}
+	inner := payload(cmds)
+	p.mu.Lock()
+	lr := p.lose
+	if lr == nil || !mayWriteAny(inner) {
+		p.mu.Unlock()
+		return err
+	}
+	p.lose = nil
+	p.mu.Unlock()
+	a := p.a
+	hc := a.cmds(inner)
+	a.mu.Lock()
+	label := a.ref.CommandOf(hc, node, c.id).Label
+	a.mu.Unlock()
+	lr.m.strike(p.n, fmt.Sprintf("its %s reached the server and did what it does, but the reply is lost on the way back: its client waits %s, times out, and sends the command again (go-redis retries a command that timed out)", label, lr.after), hc, node)
+	if err := p.sleep(ctx, lr.after); err != nil {
+		return fail(cmds, err)
+	}
+	if err := p.network(ctx, node); err != nil {
+		return fail(cmds, err)
+	}
+	return a.observe(ctx, p, node, cmds, c, send)
 }

@@ -15,9 +15,8 @@ import (
 // transaction or script, so the referee orders critical sections by the inventory's own order, not
 // by when a reply reached Go.
 type shop struct {
-	p    *process
-	o    *order
-	hold <-chan struct{} // when not nil, the work stays inside until it closes (or holdCap passes)
+	p *process
+	o *order
 }
 
 var (
@@ -75,9 +74,8 @@ func (s *shop) SetStock(ctx context.Context, n int) error {
 // writing plays a pause armed on the process, and returns the context the write goes out with.
 func (s *shop) writing(ctx context.Context) context.Context {
 	p := s.p
-	if p.take(history.FaultPause) == history.FaultPause {
-		p.a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultPause), Buyer: p.n})
-		p.freeze(3 * p.a.t.TTL)
+	if x := p.take(history.FaultPause); x != nil && x.m.strike(p.n, x.says(p.a), nil, 0) {
+		p.freeze(x.cap, x.until(), counterpart)
 	}
 	return context.WithoutCancel(ctx)
 }
@@ -144,49 +142,47 @@ func (s *shop) Sell(ctx context.Context) error {
 }
 
 // Work is the business work between reading and writing the stock. It lasts Timing.Work unless a
-// fault armed on the process (or injected while it works) says otherwise.
+// fault armed on the process (or armed while it works) says otherwise; then, if a stage keeps the
+// order inside (HoldUntil, stayInside), until that has happened (at most holdCap), and one Work
+// more.
 func (s *shop) Work(ctx context.Context) error {
 	p, a := s.p, s.p.a
 	a.recordNow(history.Record{Kind: history.RecOrder, What: history.OrderWork, Buyer: p.n, Order: s.o.id})
 	start := time.Now()
 	end := start.Add(a.t.Work)
-	var slowed <-chan struct{} // closes when a staged slow fault's witness has acted
-	cut := false               // a partition struck in this work: it works on until the link is back
+	var slowed Wait // a slow fault's counterpart: when it has acted, the work is done a beat later
+	cut := false    // a partition struck in this work: it works on until the link is back
 	for {
-		switch f := p.take(history.FaultError, history.FaultCrash, history.FaultSlow, history.FaultReentrant, history.FaultPartition); f {
-		case history.FaultError:
-			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultError), Buyer: p.n})
-			a.faulted(s.o)
-			return ErrWork
-		case history.FaultCrash:
-			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultCrash), Buyer: p.n})
-			p.crash()
-			return ErrCrashed
-		case history.FaultSlow:
-			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultSlow), Buyer: p.n})
-			end = time.Now().Add(3 * a.t.TTL)
-			if p.witness != nil {
-				end, slowed = time.Now().Add(p.witnessCap), p.witness
+		if x := p.take(history.FaultError, history.FaultCrash, history.FaultSlow, history.FaultReentrant, history.FaultPartition); x != nil &&
+			x.m.strike(p.n, x.says(a), nil, 0) {
+			switch x.m.f {
+			case history.FaultError:
+				a.faulted(s.o)
+				return ErrWork
+			case history.FaultCrash:
+				p.crash()
+				return ErrCrashed
+			case history.FaultSlow:
+				end, slowed = time.Now().Add(x.cap), x.until()
+			case history.FaultReentrant:
+				if err := s.nested(ctx); err != nil {
+					return err
+				}
+			case history.FaultPartition:
+				p.partition(x.cap, x.until(), counterpart)
+				cut = true
 			}
-		case history.FaultReentrant:
-			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultReentrant), Buyer: p.n})
-			if err := s.nested(ctx); err != nil {
-				return err
-			}
-		case history.FaultPartition:
-			a.recordNow(history.Record{Kind: history.RecFault, What: string(history.FaultPartition), Buyer: p.n})
-			p.partition(3 * a.t.TTL)
-			cut = true
 		}
-		// Work until end; then, if the scenario holds this buyer inside, until the hold opens or
+		// Work until end; then, if the stage holds this order inside, until the hold opens or
 		// its cap passes.
 		var until time.Time
-		var holdC <-chan struct{}
+		var holdC Wait
+		hold := a.holdOf(s.o)
 		switch holdUntil := start.Add(a.holdCap()); {
 		case time.Now().Before(end):
 			until = end
-		case s.hold != nil && time.Now().Before(holdUntil):
-			until, holdC = holdUntil, s.hold
+		case hold != nil && time.Now().Before(holdUntil):
+			until, holdC = holdUntil, hold
 		case cut:
 			cut = false
 			if err := p.await(ctx, &p.cut); err != nil {
@@ -203,9 +199,9 @@ func (s *shop) Work(ctx context.Context) error {
 			// The counterpart has acted: one more beat, and the slow work is done.
 			slowed, end = nil, time.Now().Add(a.beat())
 		case <-holdC:
-			// What the buyer waited for happened: it finishes its work, one more Work long,
+			// What the order waited for happened: it finishes its work, one more Work long,
 			// so the overlap it was held for is wide enough to see.
-			s.hold = nil
+			a.unhold(s.o)
 			end = time.Now().Add(a.t.Work)
 		case <-p.poke:
 		case <-p.dead:
@@ -217,6 +213,20 @@ func (s *shop) Work(ctx context.Context) error {
 		}
 		t.Stop()
 	}
+}
+
+// holdOf is what keeps o inside after its work, nil if nothing does.
+func (a *Arena) holdOf(o *order) Wait {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return o.hold
+}
+
+// unhold lets o go: what it waited for has happened.
+func (a *Arena) unhold(o *order) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o.hold = nil
 }
 
 // nested is the helper the work calls in the reentrant fault (the articles' service A calling

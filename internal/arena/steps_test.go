@@ -7,7 +7,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -43,7 +42,9 @@ func TestUnlockOutlivesTheRequest(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				a, p := stepArena(t, st)
 				ctx, cancel := context.WithCancel(context.Background())
-				p.arm(history.FaultSlow)
+				stage := a.NewStage(ctx, 1, a.t)
+				defer stage.Close()
+				stage.actor(p.n).SlowWork()
 				done := make(chan error, 1)
 				go func() { done <- a.order(ctx, p, nil) }()
 				for a.Holder() != p.n {

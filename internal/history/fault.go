@@ -16,4 +16,6 @@ const (
 	FaultReentrant  Fault = "reentrant"   // the work calls a helper that takes the same lock again
 	FaultPartition  Fault = "partition"   // the process loses its links to the lock nodes for 3 × TTL, inside its work
 	FaultSecond     Fault = "second"      // the process starts a second order at once, with the same Locker
+	FaultRestart    Fault = "restart"     // the lock node restarts without persistence, forgetting every key
+	FaultLostReply  Fault = "lost-reply"  // a lock command's reply is lost: it landed, its client saw a timeout
 )

@@ -19,14 +19,17 @@ type History struct {
 	Scenario steps.Scenario `json:"scenario"` // "" for a live session: every kind is judged
 	// What says in one sentence what the scenario does; Judged is the kinds it judges (every kind
 	// when Scenario is ""). The referee reads them here, and nowhere else.
-	What    string       `json:"what,omitempty"`
-	Judged  []steps.Kind `json:"judged,omitempty"`
-	Backend string       `json:"backend"`
-	Timing  Timing       `json:"timing"`
-	Nodes   []string     `json:"nodes"`    // the lock nodes' names, by index
-	LockKey string       `json:"lock_key"` // the shop's lock key, without the run's prefix
-	Stock   int          `json:"stock"`    // the shelf at the start
-	Records []Record     `json:"records"`
+	What   string       `json:"what,omitempty"`
+	Judged []steps.Kind `json:"judged,omitempty"`
+	// Play is the play's number, from 1, where a scenario plays several (unlock-race: each gap
+	// of the holder's Unlock in a play of its own); 0 where it plays once.
+	Play    int      `json:"play,omitempty"`
+	Backend string   `json:"backend"`
+	Timing  Timing   `json:"timing"`
+	Nodes   []string `json:"nodes"`    // the lock nodes' names, by index
+	LockKey string   `json:"lock_key"` // the shop's lock key, without the run's prefix
+	Stock   int      `json:"stock"`    // the shelf at the start
+	Records []Record `json:"records"`
 }
 
 // RecordKind says what a Record is.
@@ -110,9 +113,11 @@ type Record struct {
 	Seq         int64         `json:"seq,omitempty"`   // the command's place in its server's own order
 	Stock       int           `json:"stock,omitempty"` // stock records, the final shelf
 	Token       int64         `json:"token,omitempty"`
-	D           time.Duration `json:"d,omitempty"`   // a freeze's or cut's length, a probe's delay or limit
+	D           time.Duration `json:"d,omitempty"`   // a freeze's or cut's most (its end: how long it lasted), a probe's delay or limit
 	Due         time.Duration `json:"due,omitempty"` // when keys ran out (lapse), or the release a probe measured
 	Kinds       []steps.Kind  `json:"kinds,omitempty"`
+	// Says is what a fault does, in the words of the move that struck (fault records).
+	Says string `json:"says,omitempty"`
 	// Published is what a command published on the run's own channels (exact watchers only).
 	Published []Message `json:"published,omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -174,7 +175,7 @@ func newestBubble(stacks string) string {
 // is unjudged, and why says what waited.
 func stuckReport(st *steps.Step, sc steps.Scenario, why string) *referee.Report {
 	return &referee.Report{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{},
-		Unjudged: steps.Judges[sc], TimedOut: why}
+		Unjudged: scenario.Judges(sc), TimedOut: why}
 }
 
 func write(out string, g Graded) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -53,7 +54,7 @@ func Play(st *steps.Step, sc steps.Scenario, backend string, bubble Bubble) (rep
 			return
 		}
 		defer env.Close()
-		rep, err = arena.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
+		rep, err = scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
 	}
 	if bubble != nil && Virtual(backend) {
 		bubble(play)
@@ -77,7 +78,7 @@ func (e *CellError) Unwrap() error { return e.Err }
 // cells and how many of them have no verdict. A scenario the backend cannot stage (or a topology
 // it cannot give) is a skipped cell, not an error; any other error stops the row (a *CellError).
 func Row(st *steps.Step, play func(*steps.Step, steps.Scenario) (*referee.Report, error)) (row []Cell, incomplete int, err error) {
-	for _, sc := range steps.Scenarios {
+	for _, sc := range scenario.Names() {
 		rep, err := play(st, sc)
 		c := Cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
 		switch {

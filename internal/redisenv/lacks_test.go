@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -115,7 +116,7 @@ func TestURLRunRefusesWhatTheServerLacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = arena.Run(ctx, arena.Config{Step: st, Env: env}, steps.Slow)
+	_, err = scenario.Run(ctx, arena.Config{Step: st, Env: env}, steps.Slow)
 	if !errors.Is(err, arena.ErrCannotStage) {
 		t.Fatalf("a run of side_delex on %s = %v; want arena.ErrCannotStage", server, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 	"github.com/redis/go-redis/v9"
@@ -99,7 +100,7 @@ func checkURLLeavesOtherKeysAlone(t *testing.T, events string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, sc := range steps.Scenarios {
+		for _, sc := range scenario.Names() {
 			env, err := redisenv.Open("redis://"+addr, redisenv.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -107,7 +108,7 @@ func checkURLLeavesOtherKeysAlone(t *testing.T, events string) {
 			if env.Backend() != "url" || env.Nodes()[0].CanFailover() {
 				t.Fatalf("backend %q, CanFailover %v", env.Backend(), env.Nodes()[0].CanFailover())
 			}
-			rep, err := arena.Run(ctx, arena.Config{Step: st, Env: env}, sc)
+			rep, err := scenario.Run(ctx, arena.Config{Step: st, Env: env}, sc)
 			switch {
 			case sc == steps.Failover || sc == steps.Restart:
 				if !errors.Is(err, arena.ErrCannotStage) {

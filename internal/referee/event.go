@@ -35,10 +35,10 @@ const (
 	EvDone        EventKind = "done"        // Buyer's order returned (Sold, Err)
 	EvRejected    EventKind = "rejected"    // Buyer was turned away while Stock units remained
 	EvFault       EventKind = "fault"       // a fault (Fault) acts on Buyer (Cmd: the command it froze before)
-	EvFrozen      EventKind = "frozen"      // Buyer's process is frozen for D: none of its commands leave
-	EvThawed      EventKind = "thawed"      // Buyer's process runs again
-	EvPartitioned EventKind = "partitioned" // Buyer's links to the lock nodes are down for D
-	EvHealed      EventKind = "healed"      // Buyer's links to the lock nodes are back
+	EvFrozen      EventKind = "frozen"      // Buyer's process is frozen, at most D (Sentence: until what): none of its commands leave
+	EvThawed      EventKind = "thawed"      // Buyer's process runs again, after D frozen
+	EvPartitioned EventKind = "partitioned" // Buyer's links to the lock nodes are down, at most D (Sentence: until what)
+	EvHealed      EventKind = "healed"      // Buyer's links to the lock nodes are back, after D
 	EvCrashed     EventKind = "crashed"     // Buyer's process died
 	EvFailover    EventKind = "failover"    // lock node Node's primary died; its replica is primary now (OK, Err)
 	EvReentry     EventKind = "reentry"     // Buyer's nested Lock: OK, or Err says why it failed
@@ -75,7 +75,7 @@ type Event struct {
 	Due      time.Duration // EvFree: when the lock came free (a lease runs out before it is seen); EvExpired: when the key ran out (0: not known)
 	TTL      time.Duration // EvAcquired: the lock's lease as it was taken (-1: it never expires)
 	On       string        // a lock event's node, by name, where the lock has several ("lock-2")
-	Sentence string        // EvViolation, EvOverlap: the referee's own words; EvPublish: the message
+	Sentence string        // EvViolation, EvOverlap: the referee's own words; EvPublish: the message; EvFault, EvFrozen, EvPartitioned: what the move says it does
 	Channel  string        // EvPublish: the channel, without the run's prefix; EvLine: the list's key
 	Line     []int         // EvLine: the buyers in line, first first (0: an item no buyer put there)
 	// Left (EvReleased, EvForeign, EvExpired, EvLost): what went is what a hold left on this
@@ -261,7 +261,7 @@ func (e Event) Words() string {
 		return "nobody holds the lock"
 	case EvWaiting:
 		if e.Other == e.Buyer {
-			return who + "'s second order finds the lock held by its other order, and waits"
+			return who + " finds the lock held by its own process: another order of its own took it"
 		}
 		return fmt.Sprintf("%s finds the lock%s held by %s", who, on, other)
 	case EvWork:
@@ -285,15 +285,30 @@ func (e Event) Words() string {
 	case EvRejected:
 		return fmt.Sprintf("%s is turned away, %d on the shelf", who, e.Stock)
 	case EvFault:
-		return who + " is hit: " + faultWords(e.Fault, e.Cmd)
+		if e.Sentence == "" { // a history saved before faults said what they do
+			return fmt.Sprintf("%s is hit: %s", who, e.Fault)
+		}
+		return fmt.Sprintf("%s is hit: %s: %s", who, e.Fault, e.Sentence)
 	case EvFrozen:
-		return fmt.Sprintf("%s's process is frozen for %s: none of its commands leave", who, e.D)
+		if e.Sentence == "" {
+			return fmt.Sprintf("%s's process is frozen for %s: none of its commands leave", who, e.D)
+		}
+		return fmt.Sprintf("%s's process is frozen, none of its commands leave, %s (at most %s)", who, e.Sentence, e.D)
 	case EvThawed:
-		return who + " runs again"
+		if e.D == 0 {
+			return who + " runs again"
+		}
+		return fmt.Sprintf("%s runs again, frozen %s", who, roundD(e.D))
 	case EvPartitioned:
-		return fmt.Sprintf("%s is cut off from the lock server for %s (the inventory still answers)", who, e.D)
+		if e.Sentence == "" {
+			return fmt.Sprintf("%s is cut off from the lock server for %s (the inventory still answers)", who, e.D)
+		}
+		return fmt.Sprintf("%s is cut off from the lock server (the inventory still answers), %s (at most %s)", who, e.Sentence, e.D)
 	case EvHealed:
-		return who + " reaches the lock server again"
+		if e.D == 0 {
+			return who + " reaches the lock server again"
+		}
+		return fmt.Sprintf("%s reaches the lock server again, cut off %s", who, roundD(e.D))
 	case EvCrashed:
 		return who + " crashed"
 	case EvFailover:
@@ -338,30 +353,5 @@ func (e Event) withToken() string {
 	return fmt.Sprintf(" with token %d", e.Token)
 }
 
-// faultWords says what a fault does, as it strikes.
-func faultWords(f history.Fault, cmd *Command) string {
-	switch f {
-	case history.FaultError:
-		return "error: the work returns an error"
-	case history.FaultCrash:
-		return "crash: the process dies"
-	case history.FaultSlow:
-		return "slow: the work takes 3 × TTL"
-	case history.FaultPause:
-		return "pause: the process stops the world just before its stock write leaves"
-	case history.FaultUnlockRace:
-		if cmd != nil {
-			return "unlock-race: frozen just before " + cmd.long()
-		}
-		return "unlock-race: frozen inside its Unlock"
-	case history.FaultReentrant:
-		return "reentrant: the work calls a helper that takes the same lock"
-	case history.FaultPartition:
-		return "partition: the process loses its link to the lock server, not to the inventory; it keeps working"
-	case history.FaultSecond:
-		return "second: the same process starts a second order, with the same Locker"
-	case history.FaultFailover:
-		return "failover: the lock node it wrote on fails over before the write is replicated"
-	}
-	return string(f)
-}
+// roundD is d as a person reads it: to the millisecond.
+func roundD(d time.Duration) time.Duration { return d.Round(time.Millisecond) }

@@ -29,7 +29,8 @@ type Foreign struct {
 // Rejection is an order that sold nothing and wrote nothing while units remained: turned away.
 type Rejection struct {
 	Buyer int           `json:"buyer"`
-	Stock int           `json:"stock"` // units on the shelf when it was turned away
+	Order int           `json:"order,omitempty"` // the order's id in the history
+	Stock int           `json:"stock"`           // units on the shelf when it was turned away
 	At    time.Duration `json:"at_ns"`
 }
 
@@ -85,6 +86,16 @@ func units(n int) string {
 		return "1 unit was"
 	}
 	return fmt.Sprintf("%d units were", n)
+}
+
+// oversoldSoFar is oversoldSentence said as a run goes: a count at a moment, which later writes
+// change.
+func oversoldSoFar(at time.Duration, confirmed, left int) string {
+	verb := "units had left"
+	if left == 1 {
+		verb = "unit had left"
+	}
+	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf by %s: %d oversold so far", confirmed, left, verb, ms(at), confirmed-left)
 }
 
 func oversoldSentence(confirmed, left int) string {

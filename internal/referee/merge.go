@@ -14,14 +14,15 @@ func Merge(reps []*Report) *Report {
 	if len(reps) == 1 {
 		return reps[0]
 	}
-	main := reps[0]
-	for _, r := range reps {
+	main, play := reps[0], 1
+	for i, r := range reps {
 		if len(r.Violations) > 0 {
-			main = r
+			main, play = r, i+1
 			break
 		}
 	}
 	out := *main
+	out.Play, out.Plays = play, len(reps)
 	out.Others = nil
 	viol, unj := map[steps.Kind]bool{}, map[steps.Kind]bool{}
 	why := map[steps.Kind]Finding{}

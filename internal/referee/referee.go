@@ -103,6 +103,7 @@ type rorder struct {
 	inside       bool  // it has read and not yet written, nor ended
 	confirmed    int
 	ended        bool
+	endedAt      time.Duration
 	waited       bool // a command of its Lock found the lock held by another
 }
 
@@ -285,7 +286,7 @@ func (r *Referee) Add(rec history.Record) {
 	case history.RecStock:
 		r.stockOp(rec)
 	case history.RecFault:
-		r.say(Event{At: rec.At, Kind: EvFault, Buyer: rec.Buyer, Fault: history.Fault(rec.What), Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r)})
+		r.say(Event{At: rec.At, Kind: EvFault, Buyer: rec.Buyer, Fault: history.Fault(rec.What), Sentence: rec.Says, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r)})
 	case history.RecProcess:
 		r.process(rec)
 	case history.RecNode:
@@ -354,7 +355,7 @@ func (r *Referee) orderEnded(rec history.Record) {
 	if o == nil || o.ended {
 		return
 	}
-	o.ended = true
+	o.ended, o.endedAt = true, rec.At
 	p := r.proc(o.buyer)
 	p.current--
 	if p.current <= 0 {
@@ -374,7 +375,7 @@ func (r *Referee) orderEnded(rec history.Record) {
 		shelf = o.reads[len(o.reads)-1].stock
 	}
 	if o.confirmed == 0 && !o.wrote && rec.Excuse == "" && shelf > 0 {
-		j := Rejection{Buyer: o.buyer, Stock: shelf, At: rec.At}
+		j := Rejection{Buyer: o.buyer, Order: o.id, Stock: shelf, At: rec.At}
 		r.lost = append(r.lost, j)
 		r.say(Event{At: rec.At, Kind: EvRejected, Buyer: o.buyer, Order: o.k, Stock: shelf})
 		r.announce(rec.At, steps.LostSales, j.String(), j.Buyer)
@@ -469,7 +470,7 @@ func (r *Referee) write(o *rorder, op stockOp, refused bool) {
 		}
 		r.say(Event{At: op.at, Kind: EvWrite, Buyer: o.buyer, Order: o.k, Stock: op.stock, Token: op.token})
 		if over := r.confirmed - (r.h.Stock - r.shelf); over > 0 {
-			r.announce(op.at, steps.Oversold, oversoldSentence(r.confirmed, r.h.Stock-r.shelf), o.buyer)
+			r.announce(op.at, steps.Oversold, oversoldSoFar(op.at, r.confirmed, r.h.Stock-r.shelf), o.buyer)
 		}
 	}
 	if o.inside {
@@ -896,7 +897,7 @@ func (r *Referee) process(rec history.Record) {
 	default:
 		return
 	}
-	r.say(Event{At: rec.At, Kind: kind, Buyer: rec.Buyer, D: rec.D})
+	r.say(Event{At: rec.At, Kind: kind, Buyer: rec.Buyer, D: rec.D, Sentence: rec.Says})
 }
 
 // — stuck —
@@ -929,9 +930,11 @@ func (r *Referee) stuckProbe(rec history.Record) {
 		"a new buyer could not get in for %s: %s keeps out everyone while %s on the shelf", ms(rec.D), who, units(r.shelf))}
 }
 
-// liveStuck judges stuck as a live session runs: a hold whose owner has no order under way (or
-// died) a TTL ago or more, with a key that never expires, while units remain. A key with a lease
-// frees itself: it is not stuck, however long the lab shows it held.
+// liveStuck judges stuck as a live session runs: a hold whose order has ended (or whose process
+// died), with a key that never expires, while units remain, once another buyer's order that began
+// after it was turned away — or, with nobody turned away, once its owner has had no order under
+// way for a TTL. A key with a lease frees itself: it is not stuck, however long the lab shows it
+// held.
 func (r *Referee) liveStuck(now time.Duration) {
 	if r.shelf <= 0 {
 		return
@@ -941,7 +944,14 @@ func (r *Referee) liveStuck(now time.Duration) {
 			continue
 		}
 		p := r.proc(h.buyer)
-		if p.current > 0 || p.ended < 0 || now-p.ended < r.h.Timing.TTL {
+		o := r.orders[h.order]
+		var done time.Duration
+		switch {
+		case p.dead:
+			done = p.ended
+		case o != nil && o.ended:
+			done = o.endedAt
+		default:
 			continue
 		}
 		forever := false
@@ -953,11 +963,22 @@ func (r *Referee) liveStuck(now time.Duration) {
 		if !forever {
 			continue
 		}
+		turned := slices.ContainsFunc(r.lost, func(j Rejection) bool {
+			x := r.orderOf(j)
+			return j.Buyer != h.buyer && x != nil && x.began >= done
+		})
+		idle := p.current == 0 && p.ended >= 0 && now-p.ended >= r.h.Timing.TTL
+		if !turned && !idle {
+			continue
+		}
 		how := "whose order has ended"
 		if p.dead {
 			how = "whose process has died"
 		}
 		r.liveStuckSaid = fmt.Sprintf("the lock is still held by buyer %d, %s, and it never expires, while %s on the shelf: nobody can buy them", h.buyer, how, units(r.shelf))
+		if turned {
+			r.liveStuckSaid += " (a buyer who came after was turned away)"
+		}
 		r.announce(now, steps.Stuck, r.liveStuckSaid, h.buyer)
 		return
 	}
@@ -1042,3 +1063,6 @@ func (r *Referee) HeldKey(node int) (key string, owner int, ok bool) {
 	}
 	return key, owner, ok
 }
+
+// orderOf is the order a rejection turned away.
+func (r *Referee) orderOf(j Rejection) *rorder { return r.orders[j.Order] }

@@ -407,3 +407,34 @@ func TestJudgeIsAFunctionOfTheHistory(t *testing.T) {
 
 // lockName is the shop's lock key, as the arena names it (arena.LockName).
 const lockName = "lock:product:1001"
+
+// TestLiveStuckOnceABuyerIsTurnedAway: step 02 under a live error — the owner's order ended
+// without its DEL, and its process orders again at once, so it is never idle: the lock that never
+// expires is stuck once a buyer who came after was turned away, not before.
+func TestLiveStuckOnceABuyerIsTurnedAway(t *testing.T) {
+	b := newHB("", 50)
+	b.begin(1, 1).lock(1, true, b.set(1, lockName, "", "a", -1)).read(1, 50).end(1, history.ExcuseFault)
+	b.begin(1, 2) // its next order, under way: its process is never idle
+	var said []string
+	r := NewReferee(b.h, func(e Event) {
+		if e.Kind == EvViolation && e.Viol == steps.Stuck {
+			said = append(said, e.Sentence)
+		}
+	})
+	for _, rec := range b.h.Records {
+		r.Add(rec)
+	}
+	r.Add(history.Record{Kind: history.RecClock, At: b.at + 2*history.DefaultTiming().TTL})
+	if len(said) != 0 {
+		t.Fatalf("stuck with nobody turned away: %v", said)
+	}
+	// buyer 2 comes, is refused, and its order sells nothing: turned away with 50 on the shelf
+	b.begin(2, 3).lock(3, false, b.get(2, lockName)).end(3, "")
+	for _, rec := range b.h.Records[len(b.h.Records)-5:] {
+		r.Add(rec)
+	}
+	r.Add(history.Record{Kind: history.RecClock, At: b.at + history.DefaultTiming().TTL/4})
+	if len(said) != 1 || !strings.Contains(said[0], "buyer 1, whose order has ended") || !strings.Contains(said[0], "turned away") {
+		t.Errorf("stuck said %v, want it once, naming buyer 1 and the buyer turned away", said)
+	}
+}

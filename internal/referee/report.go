@@ -55,6 +55,10 @@ type Report struct {
 	Disagree      string `json:"disagree,omitempty"`
 	// History is the run as data: Judge(History) gives this report again.
 	History *history.History `json:"history,omitempty"`
+	// Play and Plays say which play of how many History is, where the scenario played several
+	// (0 where it played once).
+	Play  int `json:"play,omitempty"`
+	Plays int `json:"plays,omitempty"`
 	// Others are the histories of the scenario's other plays (unlock-race tries each gap of the
 	// holder's unlock in a play of its own): the cell's verdict is every play's, together.
 	Others []*history.History `json:"others,omitempty"`
@@ -244,6 +248,9 @@ func (rep *Report) Text() string {
 	fmt.Fprintf(&b, "step %s, scenario %s (%s backend, %d buyers)\n", rep.Step, rep.Scenario, rep.Backend, rep.Buyers)
 	if rep.What != "" {
 		fmt.Fprintf(&b, "  what happens: %s\n", rep.What)
+	}
+	if rep.Plays > 1 {
+		fmt.Fprintf(&b, "  play %d of %d is told here; the verdict is every play's\n", rep.Play, rep.Plays)
 	}
 	fmt.Fprintf(&b, "  stock: %d → %d; orders confirmed: %d; oversold units: %d\n",
 		rep.InitialStock, rep.FinalStock, rep.Confirmed, rep.Oversold)

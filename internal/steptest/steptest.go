@@ -16,6 +16,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 	"github.com/redis/go-redis/v9"
@@ -76,7 +77,7 @@ func Run(t *testing.T, st *steps.Step) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	strict := os.Getenv("LAB_STRICT") == "1"
-	for _, sc := range steps.Scenarios {
+	for _, sc := range scenario.Names() {
 		t.Run(string(sc), func(t *testing.T) {
 			if sc != steps.Load || Virtual() {
 				t.Parallel()
@@ -155,7 +156,7 @@ func Play(t *testing.T, st *steps.Step, sc steps.Scenario) (rep *referee.Report,
 	t.Helper()
 	if !Virtual() {
 		env := Env(t, redisenv.Options{Nodes: st.Nodes})
-		return arena.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
+		return scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
 	}
 	synctest.Test(t, func(t *testing.T) {
 		env, oerr := redisenv.NewEmbeddedNodes(max(st.Nodes, 1))
@@ -164,7 +165,7 @@ func Play(t *testing.T, st *steps.Step, sc steps.Scenario) (rep *referee.Report,
 			return
 		}
 		defer env.Close()
-		rep, err = arena.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
+		rep, err = scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
 	})
 	return rep, err
 }

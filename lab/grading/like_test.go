@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -18,7 +19,7 @@ func TestLikeStep(t *testing.T) {
 	all := catalog.Steps
 	rowOf := func(st *steps.Step) []matrix.Cell {
 		var row []matrix.Cell
-		for _, sc := range steps.Scenarios {
+		for _, sc := range scenario.Names() {
 			row = append(row, matrix.Cell{Scenario: string(sc), Violations: st.Expect[sc]})
 		}
 		return row

@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/steps"
 	"go.uber.org/goleak"
@@ -41,7 +42,7 @@ func atomicSale(t *testing.T, st *steps.Step) {
 	env := steptest.Env(t, redisenv.Options{})
 	var mu sync.Mutex
 	done := map[string]int{} // how each order ended: "ok", "sold out", or the error
-	rep, err := arena.Run(context.Background(), arena.Config{Step: st, Env: env, OnEvent: func(e referee.Event) {
+	rep, err := scenario.Run(context.Background(), arena.Config{Step: st, Env: env, OnEvent: func(e referee.Event) {
 		if e.Kind != referee.EvDone {
 			return
 		}

@@ -89,6 +89,7 @@ var Steps = []*steps.Step{
 			steps.Reentrant:  {reentry},
 			steps.Failover:   {overlap, oversold},
 			steps.Restart:    {overlap, oversold},
+			steps.LostReply:  {stuck, lost},
 		},
 	},
 	{
@@ -108,6 +109,7 @@ var Steps = []*steps.Step{
 			steps.Reentrant:  {reentry},
 			steps.Failover:   {overlap, oversold},
 			steps.Restart:    {overlap, oversold},
+			steps.LostReply:  {stuck, lost},
 		},
 	},
 	{
@@ -130,6 +132,7 @@ var Steps = []*steps.Step{
 			steps.Failover:   {overlap, oversold},
 			steps.Partition:  {overlap, oversold},
 			steps.Restart:    {overlap, oversold},
+			steps.LostReply:  {lost},
 		},
 	},
 	{
@@ -153,6 +156,7 @@ var Steps = []*steps.Step{
 			steps.Partition:  {overlap, oversold},
 			steps.Restart:    {overlap, oversold},
 			steps.ClockSkew:  {overlap, oversold},
+			steps.LostReply:  {lost},
 		},
 	},
 	{
@@ -175,6 +179,7 @@ var Steps = []*steps.Step{
 			steps.Failover:   {overlap, oversold},
 			steps.Partition:  {overlap, oversold},
 			steps.Restart:    {overlap, oversold},
+			steps.LostReply:  {lost},
 		},
 	},
 	{
@@ -197,6 +202,7 @@ var Steps = []*steps.Step{
 			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Restart:     {overlap, oversold},
+			steps.LostReply:   {lost},
 		},
 	},
 	{
@@ -348,6 +354,7 @@ var Steps = []*steps.Step{
 			steps.Partition:  {overlap, oversold},
 			steps.Greedy:     {starved},
 			steps.Restart:    {overlap, oversold},
+			steps.LostReply:  {lost},
 		},
 	},
 	{

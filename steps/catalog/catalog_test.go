@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 )
 
 // TestREADMEMatrixMatchesCatalog: the matrix a learner reads in README.md is the one the tests
@@ -18,7 +18,7 @@ func TestREADMEMatrixMatchesCatalog(t *testing.T) {
 	rows := map[string][]string{}
 	for _, line := range strings.Split(string(b), "\n") {
 		cells := strings.Split(strings.Trim(line, "| "), "|")
-		if len(cells) != len(steps.Scenarios)+1 {
+		if len(cells) != len(scenario.Names())+1 {
 			continue
 		}
 		name := strings.TrimSpace(cells[0])
@@ -32,7 +32,7 @@ func TestREADMEMatrixMatchesCatalog(t *testing.T) {
 			t.Errorf("README.md has no matrix row for %s", st.Slug)
 			continue
 		}
-		for i, sc := range steps.Scenarios {
+		for i, sc := range scenario.Names() {
 			want := "✓"
 			if ks := st.Expect[sc]; len(ks) > 0 {
 				s := make([]string, len(ks))

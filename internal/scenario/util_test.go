@@ -1,4 +1,4 @@
-package arena_test
+package scenario_test
 
 import (
 	"errors"

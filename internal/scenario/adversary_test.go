@@ -1,4 +1,4 @@
-package arena_test
+package scenario_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/redis/go-redis/v9"
@@ -147,7 +148,7 @@ func TestAdversaries(t *testing.T) {
 			steptest.Bubble(t, func(t *testing.T) {
 				env := steptest.Env(t, redisenv.Options{})
 				st := &steps.Step{Slug: "adversary", New: c.new, Order: c.order}
-				rep, err := arena.Run(context.Background(), arena.Config{Step: st, Env: env}, c.sc)
+				rep, err := scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, c.sc)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -252,11 +253,11 @@ func TestRefereeSaysWhatItCannotSee(t *testing.T) {
 		defer env.Close()
 		st, _ := catalogFind("04")
 		for _, sc := range []steps.Scenario{steps.UnlockRace, steps.Crash} {
-			rep, err := arena.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
+			rep, err := scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			judgesForeign := slices.Contains(steps.Judges[sc], steps.ForeignRelease)
+			judgesForeign := slices.Contains(scenario.Judges(sc), steps.ForeignRelease)
 			if rep.Complete() == judgesForeign || (judgesForeign && !slices.Equal(rep.Unjudged, []steps.Kind{steps.ForeignRelease})) {
 				t.Errorf("%s: unjudged %v, complete %v\n%s", sc, rep.Unjudged, rep.Complete(), rep.Text())
 			}
@@ -273,7 +274,7 @@ func TestRefereeSaysWhatItCannotSee(t *testing.T) {
 				}, unlock: func(context.Context, string) error { return nil }}
 			}, Order: orderDefer}
 			tm := history.Timing{TTL: 30 * time.Millisecond, Work: 3 * time.Millisecond, RTT: 250 * time.Microsecond}
-			rep, err := arena.Run(context.Background(), arena.Config{Step: st, Env: steptest.Env(t, redisenv.Options{}), Timing: tm}, steps.Contention)
+			rep, err := scenario.Run(context.Background(), arena.Config{Step: st, Env: steptest.Env(t, redisenv.Options{}), Timing: tm}, steps.Contention)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package arena_test
+package scenario_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/redis/go-redis/v9"
@@ -340,7 +341,7 @@ func TestLearnerLocks(t *testing.T) {
 				st := &steps.Step{Slug: "learner", New: c.new, Order: c.order}
 				steptest.Bubble(t, func(t *testing.T) {
 					env := steptest.Env(t, redisenv.Options{})
-					rep, err := arena.Run(context.Background(), arena.Config{Step: st, Env: env}, x.sc)
+					rep, err := scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, x.sc)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,0 +1,12 @@
+package scenario_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if any goroutine a play started outlives the tests.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,257 @@
+// Package scenario holds the lab's scripted attacks on a step, one file each, as etcd's
+// tests/robustness holds its failpoints: a value with its name, what it does in one sentence, the
+// kinds it judges, whether it can run on a backend and step, and a short program of the arena's
+// moves and waits (arena.Stage). The terminal lab's fault keys play a scenario's Press on a live
+// session's holder: the same moves.
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// Scenario is one scripted attack on a step.
+type Scenario struct {
+	Name steps.Scenario
+	// Column is its place in the matrix, from 1.
+	Column int
+	// What says in one sentence what it does to the first lock holder.
+	What string
+	// Judges is the kinds it judges, and only these: its verdict does not depend on side effects
+	// it was not built to provoke.
+	Judges []steps.Kind
+
+	// Stock is the shelf at the start (0: 3). Work and Lease stretch the step's Work and TTL (0:
+	// 1). Floor, when set, gives the lease at least three times the lock node's measured outage:
+	// the holder's lease and a lease guard's clock run while the backend fails over or restarts,
+	// and the lock must be lost, not expired.
+	Stock, Work, Lease int
+	Floor              bool
+	// Deadline is the longest one play may take, in TTLs of the step (0: 30); it grows as the
+	// lease does.
+	Deadline int
+	// Needs says why the scenario cannot be played on env (nil: it can).
+	Needs func(env redisenv.Env) error
+	// EachGap plays the program once per gap of the holder's Unlock (unlock-race): Stage.Try is
+	// the gap, and the verdict is every play's together.
+	EachGap bool
+
+	// Play is the program: it puts buyers on the stage, arms moves, starts orders, and waits;
+	// it returns once everything it stages is under way (the stage waits for the orders).
+	Play func(s *arena.Stage)
+
+	// Key is the terminal lab's key for Press ("" if it has none), Label its word in the footer
+	// and Help what it does, for the help screen. Press plays the scenario's move on a live
+	// session, at its holder (nil for a move armed for whoever comes next), Pressed says what it
+	// did, for the status line, and Lockless why it does nothing on a step that takes no lock
+	// ("" when it acts all the same).
+	Key, Label, Help string
+	Press            func(s *arena.Stage, holder *arena.Actor) error
+	Pressed          string
+	Lockless         string
+	// NeedsHolder is false for a key that arms a move for whoever comes next (a failover).
+	NeedsHolder bool
+}
+
+var all []*Scenario
+
+// add registers sc.
+func add(sc *Scenario) *Scenario {
+	all = append(all, sc)
+	slices.SortFunc(all, func(a, b *Scenario) int { return a.Column - b.Column })
+	return sc
+}
+
+// All is every scenario, in matrix order.
+func All() []*Scenario { return slices.Clone(all) }
+
+// Names is every scenario's name, in matrix order.
+func Names() []steps.Scenario {
+	out := make([]steps.Scenario, len(all))
+	for i, sc := range all {
+		out[i] = sc.Name
+	}
+	return out
+}
+
+// Find is the scenario named name, nil if none is.
+func Find(name steps.Scenario) *Scenario {
+	for _, sc := range all {
+		if sc.Name == name {
+			return sc
+		}
+	}
+	return nil
+}
+
+// Parse is the scenario named name, as a flag or a file spells it.
+func Parse(name string) (*Scenario, bool) {
+	sc := Find(steps.Scenario(name))
+	return sc, sc != nil
+}
+
+// Judges is the kinds scenario name judges (every kind for "", a live session).
+func Judges(name steps.Scenario) []steps.Kind {
+	if name == "" {
+		return steps.Kinds
+	}
+	if sc := Find(name); sc != nil {
+		return sc.Judges
+	}
+	return nil
+}
+
+// Fill gives a history saved before histories carried what their scenario judges the scenario's
+// sentence and kinds as they are today.
+func Fill(h *history.History) {
+	if h == nil || h.Scenario == "" || h.Judged != nil {
+		return
+	}
+	if sc := Find(h.Scenario); sc != nil {
+		h.What, h.Judged = sc.What, sc.Judges
+	}
+}
+
+// — what a scenario needs of its backend —
+
+// replica is Needs for a scenario that fails a lock node over.
+func replica(env redisenv.Env) error {
+	if !env.Nodes()[0].CanFailover() {
+		return fmt.Errorf("%w: failover needs a lock replica to promote, and the %s backend has a single node", arena.ErrCannotStage, env.Backend())
+	}
+	return nil
+}
+
+// owned is Needs for a scenario that restarts a lock node.
+func owned(env redisenv.Env) error {
+	if !env.Nodes()[0].CanRestart() {
+		return fmt.Errorf("%w: restart needs a lock node the lab owns, and the %s backend is a server it does not", arena.ErrCannotStage, env.Backend())
+	}
+	return nil
+}
+
+// lacking is why cfg's step cannot be played on cfg's lock nodes, wrapping ErrCannotStage: a
+// command it needs (Step.Needs) that a node's server does not run. It asks before anything is
+// played, so a server without the command gives a reason, never a verdict: played anyway, its
+// refusals would read as a lock that merely failed to unlock.
+func lacking(ctx context.Context, cfg arena.Config) error {
+	if cfg.Step == nil || len(cfg.Step.Needs) == 0 {
+		return nil
+	}
+	cmds := make([]string, len(cfg.Step.Needs))
+	for i, n := range cfg.Step.Needs {
+		cmds[i] = n.Command
+	}
+	for _, node := range cfg.Env.Nodes() {
+		lacks, server, err := node.Lacks(ctx, cmds)
+		if err != nil {
+			return fmt.Errorf("scenario: %s node: %w", node.Name(), err)
+		}
+		if len(lacks) == 0 {
+			continue
+		}
+		var want []string
+		for _, n := range cfg.Step.Needs {
+			if slices.Contains(lacks, n.Command) {
+				want = append(want, fmt.Sprintf("%s (%s)", n.Command, n.Since))
+			}
+		}
+		it := "it"
+		if len(want) > 1 {
+			it = "them"
+		}
+		return fmt.Errorf("%w: %s needs %s, and the %s backend's %s node runs %s, which lacks %s",
+			arena.ErrCannotStage, cfg.Step.Slug, arena.JoinAnd(want), cfg.Env.Backend(), node.Name(), server, it)
+	}
+	return nil
+}
+
+// ErrUnknown is Run's answer for a name no scenario has.
+var ErrUnknown = errors.New("scenario: unknown scenario")
+
+// unit is the step's TTL and Work, before a scenario stretches them.
+func unit(cfg arena.Config) history.Timing {
+	if cfg.Timing == (history.Timing{}) {
+		return history.DefaultTiming()
+	}
+	return cfg.Timing
+}
+
+// timing is the play's clock: the unit stretched as sc says, and its deadline.
+func (sc *Scenario) timing(cfg arena.Config) (history.Timing, time.Duration) {
+	t := unit(cfg)
+	d := sc.Deadline
+	if d == 0 {
+		d = 30
+	}
+	deadline := time.Duration(d) * t.TTL
+	t.Work *= time.Duration(max(sc.Work, 1))
+	t.TTL *= time.Duration(max(sc.Lease, 1))
+	if sc.Floor {
+		// The holder's lease, and a lease guard's clock, run while the backend fails over or
+		// restarts: the lease outlasts the longest that was measured three times over. What
+		// the run stages is counted in leases (holds, back-offs, a quorum's per-node timeout),
+		// so its deadline grows as much as the lease did.
+		if lease := 3 * cfg.Env.Nodes()[0].Outage(); lease > t.TTL {
+			deadline = time.Duration(float64(deadline) * float64(lease) / float64(t.TTL))
+			t.TTL = lease
+		}
+	}
+	return t, deadline
+}
+
+// ParseName is the scenario named name, as a flag spells it.
+func ParseName(name string) (steps.Scenario, bool) {
+	sc := Find(steps.Scenario(name))
+	if sc == nil {
+		return "", false
+	}
+	return sc.Name, true
+}
+
+// Describe says in one sentence what scenario name does ("" if there is none).
+func Describe(name steps.Scenario) string {
+	if sc := Find(name); sc != nil {
+		return sc.What
+	}
+	return ""
+}
+
+// Keyed is every scenario with a key for the terminal lab, in matrix order.
+func Keyed() []*Scenario {
+	var out []*Scenario
+	for _, sc := range all {
+		if sc.Key != "" {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// Press plays sc's key on live session l: its move, at the current holder (arena.ErrNoHolder when
+// nobody holds the lock and the move needs a holder). It returns the buyer it hit, 0 for a move
+// armed for whoever comes next.
+func Press(l *arena.Live, sc *Scenario) (int, error) {
+	s := l.Stage()
+	var h *arena.Actor
+	if sc.NeedsHolder {
+		if h = s.Holder(); h == nil {
+			return 0, arena.ErrNoHolder
+		}
+	}
+	if err := sc.Press(s, h); err != nil {
+		return 0, err
+	}
+	if h == nil {
+		return 0, nil
+	}
+	return h.N, nil
+}

@@ -1,0 +1,29 @@
+package scenario
+
+import (
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// Slow: the holder's work goes on until the second buyer, who comes 2.4 TTL after it got in (its
+// lease long gone), has got in or been refused (at most 6 TTL); the second stays inside until
+// the holder is done.
+var Slow = add(&Scenario{
+	Name: steps.Slow, Column: 4,
+	What:   "the first holder's work takes ~3 × TTL, process alive",
+	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRelease},
+	Play: func(s *arena.Stage) {
+		T := s.Unit().TTL
+		b1, b2 := s.Buyer(), s.Buyer()
+		b1.SlowWork()
+		b1.Order()
+		s.Wait(b1.Under())
+		s.Sleep(12 * T / 5)
+		b2.Order(arena.HoldUntil(b1.Done()))
+	},
+	Key:         "s",
+	Label:       "slow",
+	Help:        "its work goes on, the process alive, until another buyer gets in or, a TTL on, still finds the lock taken (at most 6 × TTL)",
+	NeedsHolder: true, Pressed: "its work now goes on until another buyer gets in (at most 6 × TTL)",
+	Press: func(s *arena.Stage, h *arena.Actor) error { h.SlowWork(); return nil },
+})
