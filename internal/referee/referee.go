@@ -866,10 +866,13 @@ func (r *Referee) nodeChange(rec history.Record) {
 	}
 	for _, kc := range rec.Keys {
 		st := r.node(rec.Node)[kc.Key]
-		if st != nil && st.hold != nil && kc.Gone() {
+		// A key the node lost, or has with another value — an older one, from writes the
+		// replica had before its link was held back — is no longer what its hold wrote.
+		lost := kc.Gone() || kc.After != kc.Before
+		if st != nil && st.hold != nil && lost {
 			r.say(Event{At: rec.At, Kind: EvLost, Other: st.hold.buyer, Node: rec.Node})
 			r.leave(st.hold, nodeKey{rec.Node, kc.Key}, rec.At, 0, true)
-		} else if st != nil && st.left != nil && kc.Gone() {
+		} else if st != nil && st.left != nil && lost {
 			r.say(Event{At: rec.At, Kind: EvLost, Other: st.left.buyer, Node: rec.Node, Left: true})
 		}
 		r.setKey(rec.Node, kc, rec.At, 0, 0)

@@ -438,3 +438,27 @@ func TestLiveStuckOnceABuyerIsTurnedAway(t *testing.T) {
 		t.Errorf("stuck said %v, want it once, naming buyer 1 and the buyer turned away", said)
 	}
 }
+
+// TestFailoverToAnOlderValueLosesTheHold: the promoted replica has the lock key with an older value
+// (buyer 4's, whose DEL never reached it) instead of buyer 1's: buyer 1's hold is lost all the
+// same, and the older value is nobody's hold.
+func TestFailoverToAnOlderValueLosesTheHold(t *testing.T) {
+	b := newHB(steps.Failover, 3, steps.Overlap, steps.Oversold)
+	b.begin(1, 1).lock(1, true, b.set(1, lockName, "", "b1", -1)).read(1, 3)
+	var kinds []EventKind
+	r := NewReferee(b.h, func(e Event) { kinds = append(kinds, e.Kind) })
+	for _, rec := range b.h.Records {
+		r.Add(rec)
+	}
+	r.Add(history.Record{Kind: history.RecNode, What: history.NodeFailover, OK: true, At: b.at + msec,
+		Keys: []history.KeyChange{{Key: lockName, Before: "b1", After: "b4", TTL: 100 * msec}}})
+	if !slices.Contains(kinds, EvLost) {
+		t.Errorf("no lost lock: events %v", kinds)
+	}
+	if keys := r.HoldKeys(1); len(keys) != 0 {
+		t.Errorf("buyer 1 still holds %v after its write was lost", keys)
+	}
+	if _, owner, ok := r.HeldKey(0); ok {
+		t.Errorf("the older value is held by buyer %d; it is nobody's hold", owner)
+	}
+}
