@@ -467,3 +467,51 @@ func TestTmuxCrashIsNotStuck(t *testing.T) {
 		l.waitFor(15*time.Second, "LAB-EXITED=0")
 	}
 }
+
+// TestTmuxLiveFailover: live f on steps 04 and 09, at the lab's own pace, shows two buyers inside
+// within 15 s (the failover scenario's break, by the same move), and on 04 the LOCK line's owner
+// and value name the same buyer at every look. LAB_TRIES plays each step that many times.
+func TestTmuxLiveFailover(t *testing.T) {
+	t.Parallel() // a binary of its own, on a tmux server of its own
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary")
+	}
+	bin := buildLab(t)
+	tries := max(envInt("LAB_TRIES"), 1)
+	lockLine := regexp.MustCompile(`LOCK owner buyer (\d+) .*value "buyer-(\d+)"`)
+	for _, step := range []string{"4", "9"} {
+		for try := 1; try <= tries; try++ {
+			l := startTmux(t, bin, "120", "40")
+			l.waitFor(15*time.Second, "Step 1/")
+			l.send(step)
+			l.waitFor(5*time.Second, "Step "+step+"/")
+			l.send("Enter")
+			l.waitFor(10*time.Second, "▶ live buyers", "takes the lock")
+			l.send("f")
+			l.waitFor(5*time.Second, "failover armed")
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				s := l.screen()
+				if m := lockLine.FindStringSubmatch(s); m != nil && m[1] != m[2] {
+					t.Fatalf("step %s, try %d: the LOCK line's owner and value disagree:\n%s", step, try, s)
+				}
+				if strings.Contains(s, "✗ overlap") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("step %s, try %d: no overlap within 15 s of f:\n%s", step, try, s)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			l.send("q")
+			l.waitFor(15*time.Second, "LAB-EXITED=0")
+		}
+	}
+}
+
+// envInt is the number environment variable name holds (0 if none).
+func envInt(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
+}

@@ -285,10 +285,12 @@ type stay struct {
 	w Wait
 }
 
-// FailoverAfterLockWrite holds lock node 0's replication back now, and fails the node over right
-// after the next Lock call of b (nil: of anyone) that returns holding a key it wrote there, before
-// that caller goes on: the write is lost. The holder then stays inside until another buyer is
-// inside too (at most 2 × TTL), so the lost lock shows as two buyers inside, not as luck.
+// FailoverAfterLockWrite holds lock node 0's replication back right before the next command of a
+// Lock call of b (nil: of anyone) that may write there while no hold has a key there (the lock is
+// free: what is lost is that write, not an earlier release), and fails the node over right after
+// that call returns holding a key it wrote there, before its caller goes on: the write is lost.
+// The holder then stays inside until another buyer is inside too (at most 2 × TTL), so the lost
+// lock shows as two buyers inside, not as luck.
 func (s *Stage) FailoverAfterLockWrite(b *Actor) error {
 	e := s.a.nodes[0]
 	if !e.node.CanFailover() {
@@ -299,12 +301,13 @@ func (s *Stage) FailoverAfterLockWrite(b *Actor) error {
 		s.a.mu.Unlock()
 		return ErrFailedOver
 	}
-	held := e.held
-	e.held = true
-	s.a.mu.Unlock()
-	if !held {
-		e.node.HoldReplication()
+	if b == nil {
+		e.holdFor = 0
+	} else {
+		e.holdFor = b.N
 	}
+	e.holdArmed = true
+	s.a.mu.Unlock()
 	m := s.newMove(history.FaultFailover, func(m *move) { s.nodeMoveUnmet(b, "failover", e) })
 	s.armNode(&armed{node: 0, buyer: b, m: m, strike: func(h *Actor) {
 		m.strike(h.N, "the lock node it wrote on fails over before the write reached the replica", nil, 0)

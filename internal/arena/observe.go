@@ -26,6 +26,8 @@ type nodeEye struct {
 	seq  int64 // commands observed on the node: each one's place in the node's own order
 
 	held       bool // its replication is held back, for a failover to come (guarded by a.mu)
+	holdArmed  bool // hold it back before the next lock write of holdFor (0: anyone) on a free lock
+	holdFor    int
 	failedOver bool // guarded by a.mu
 }
 
@@ -59,6 +61,7 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	}
 	a.prio.before(p, c, cmds, node, 4*a.t.TTL)
 	defer a.prio.after(p, c)
+	a.holdBeforeLockWrite(e, p, c, cmds)
 	var err error
 	ch, werr := e.w.Observe(context.WithoutCancel(ctx), func() { err = send() })
 	a.mu.Lock()
@@ -96,6 +99,23 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	}
 	a.record(rec)
 	return err
+}
+
+// holdBeforeLockWrite holds e's replication back now if a failover armed it for this command: one
+// of a Lock call (of the buyer it waits for) that may write, while the lock on e is free. The
+// caller holds e's turn, so nothing reaches the node between the hold and the command.
+func (a *Arena) holdBeforeLockWrite(e *nodeEye, p *process, c *call, cmds []redis.Cmder) {
+	a.mu.Lock()
+	_, _, taken := a.ref.HeldKey(e.i)
+	due := e.holdArmed && !e.held && c != nil && c.kind == lockCall && (e.holdFor == 0 || e.holdFor == p.n) &&
+		!taken && mayWriteAny(payload(cmds))
+	if due {
+		e.held, e.holdArmed = true, false
+	}
+	a.mu.Unlock()
+	if due {
+		e.node.HoldReplication()
+	}
 }
 
 // keyChanges turns a watcher's changes into the history's.
