@@ -68,6 +68,7 @@ type Arena struct {
 	ref       *referee.Referee
 	sig       *signals  // the events as channels, for the stages' waits
 	armed     []armedOn // node moves waiting for a holder's Lock
+	handsOver bool      // a Lock was handed the lock another process wrote for it (a fair queue)
 	// unlockTouched is the most commands an Unlock call (of any process, begun holding a lock)
 	// carried out that touched the lock: the gaps the unlock-race tries.
 	unlockTouched int
@@ -175,6 +176,9 @@ func (a *Arena) recordNow(rec history.Record) {
 func (a *Arena) emit(e referee.Event) {
 	if e.Kind == referee.EvFree && a.idle != nil {
 		a.idle.kick(e.Due)
+	}
+	if e.Kind == referee.EvAcquired && e.Handed {
+		a.handsOver = true
 	}
 	a.sig.see(e, len(a.procs))
 	if a.onEvent != nil {

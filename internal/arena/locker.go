@@ -176,7 +176,7 @@ func (p *process) unlocked(c *call) {
 		return
 	}
 	p.mu.Lock()
-	if r := p.race; r != nil {
+	if r := p.race; r != nil && c.id > r.after {
 		r.unlocks++
 	}
 	touched := c.touched

@@ -184,6 +184,9 @@ func (b *Actor) FreezeBeforeUnlockCommand(gap int) *UnlockRace {
 			s.a.nowhere("the unlock-race found nowhere to strike: buyer %d's Unlock sent no command that names a key its Lock wrote", b.N)
 		}
 	})
+	s.a.mu.Lock()
+	r.after = s.a.nextCall
+	s.a.mu.Unlock()
 	b.p.mu.Lock()
 	b.p.race = r
 	b.p.mu.Unlock()

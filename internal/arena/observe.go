@@ -32,15 +32,15 @@ type nodeEye struct {
 }
 
 // observe sends cmds (one command, a pipeline or a transaction) of p to node with the watcher
-// looking, and records what they did.
-func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.Cmder, c *call, send func() error) error {
+// looking, and records what they did; changed reports whether they changed a key of the run.
+func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.Cmder, c *call, send func() error) (bool, error) {
 	e := a.nodes[node]
 	for _, cmd := range cmds {
 		if blocking(cmd) {
 			// It may wait for a long time: it cannot have the node to itself.
 			a.recordNow(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease},
 				What: fmt.Sprintf("buyer %d sent a blocking command (%s); the referee cannot watch what such a command does", p.n, cmd.Name())})
-			return send()
+			return false, send()
 		}
 	}
 	e.turn.Lock()
@@ -56,7 +56,7 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 		err := a.prio.await(ctx, p, g)
 		e.turn.Lock()
 		if err != nil {
-			return fail(cmds, err)
+			return false, fail(cmds, err)
 		}
 	}
 	a.prio.before(p, c, cmds, node, 4*a.t.TTL)
@@ -71,7 +71,7 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 			a.record(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease},
 				What: fmt.Sprintf("the referee could not see what a command did to %s: %v", e.node.Name(), werr)})
 		}
-		return err
+		return false, err
 	}
 	if len(ch.Lapsed) > 0 {
 		due := a.Since()
@@ -98,17 +98,25 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 		rec.Published = append(rec.Published, history.Message{Channel: m.Channel, Text: m.Text})
 	}
 	a.record(rec)
-	return err
+	return len(ch.Keys) > 0, err
 }
 
 // holdBeforeLockWrite holds e's replication back now if a failover armed it for this command: one
-// of a Lock call (of the buyer it waits for) that may write, while the lock on e is free. The
-// caller holds e's turn, so nothing reaches the node between the hold and the command.
+// of a Lock call (of the buyer it waits for) that may write while the lock on e is free, or — on a
+// lock seen to hand itself over (its Unlock writes the lock for the next in line) — one of an
+// Unlock that may delete or rewrite what its caller holds: the next write that gives someone the
+// lock. The caller holds e's turn, so nothing reaches the node between the hold and the command.
 func (a *Arena) holdBeforeLockWrite(e *nodeEye, p *process, c *call, cmds []redis.Cmder) {
+	if c == nil {
+		return
+	}
+	inner := payload(cmds)
 	a.mu.Lock()
 	_, _, taken := a.ref.HeldKey(e.i)
-	due := e.holdArmed && !e.held && c != nil && c.kind == lockCall && (e.holdFor == 0 || e.holdFor == p.n) &&
-		!taken && mayWriteAny(payload(cmds))
+	who := e.holdFor == 0 || e.holdFor == p.n
+	acquire := c.kind == lockCall && !taken && mayWriteAny(inner)
+	handOver := c.kind == unlockCall && a.handsOver && mayDeleteAny(inner, a.prefix, c.holdKeys[e.i])
+	due := e.holdArmed && !e.held && who && (acquire || handOver)
 	if due {
 		e.held, e.holdArmed = true, false
 	}

@@ -379,8 +379,8 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 	if err := p.network(ctx, node); err != nil {
 		return fail(cmds, err)
 	}
-	err := p.a.observe(ctx, p, node, cmds, c, send)
-	err = p.loseReply(ctx, c, node, cmds, err, send)
+	changed, err := p.a.observe(ctx, p, node, cmds, c, send)
+	err = p.loseReply(ctx, c, node, cmds, err, changed, send)
 	if c != nil && c.kind == unlockCall && (err == nil || err == redis.Nil) && namesAny(inner, p.a.prefix, c.holdKeys[node]) {
 		// A command of the release that touched the lock and was carried out (one refused, a
 		// script Redis does not have yet, is sent again and counted then).
@@ -507,7 +507,10 @@ type unlockRace struct {
 	cap   time.Duration // how long at most
 	until func() Wait   // what it lasts until, made as it strikes
 	label string        // the command it froze before, once it struck
-	// unlocks is the process's Unlock calls that began holding a lock.
+	// after is the last call id handed out when it was armed: an Unlock already under way then
+	// is not the one it waits for.
+	after int
+	// unlocks is the process's Unlock calls that began holding a lock, since it was armed.
 	unlocks int
 }
 
@@ -520,7 +523,7 @@ func (p *process) unlockRace(c *call, node int, cmds []redis.Cmder) {
 	}
 	p.mu.Lock()
 	r := p.race
-	strike := r != nil && r.label == "" && r.unlocks == 0 &&
+	strike := r != nil && r.label == "" && r.unlocks == 0 && c.id > r.after &&
 		(r.gap == c.touched+1 || (r.gap == 0 && mayDeleteAny(cmds, p.a.prefix, c.holdKeys[node])))
 	p.mu.Unlock()
 	if !strike {
@@ -540,8 +543,8 @@ func (p *process) unlockRace(c *call, node int, cmds []redis.Cmder) {
 	}
 }
 
-// lostReply is a lost reply armed on a process: the reply to its next Lock command that may write
-// (and is answered, not refused) never reaches it.
+// lostReply is a lost reply armed on a process: the reply to its next Lock command that changes a
+// key (its write lands) never reaches it.
 type lostReply struct {
 	m     *move
 	after time.Duration // how long the client waits for the reply: its read timeout
@@ -552,14 +555,14 @@ type lostReply struct {
 // read timeout, then sends the command again, as go-redis does with a command that timed out
 // (MaxRetries); the second answer is the one the caller gets. It returns the answer the caller
 // gets.
-func (p *process) loseReply(ctx context.Context, c *call, node int, cmds []redis.Cmder, err error, send func() error) error {
-	if c == nil || c.kind != lockCall || (err != nil && err != redis.Nil) {
-		return err // an error reply (a script the server does not have yet) did nothing to lose
+func (p *process) loseReply(ctx context.Context, c *call, node int, cmds []redis.Cmder, err error, changed bool, send func() error) error {
+	if c == nil || c.kind != lockCall || !changed {
+		return err // a command that wrote nothing (refused, or a script the server does not have yet): nothing to lose
 	}
 	inner := payload(cmds)
 	p.mu.Lock()
 	lr := p.lose
-	if lr == nil || !mayWriteAny(inner) {
+	if lr == nil {
 		p.mu.Unlock()
 		return err
 	}
@@ -577,5 +580,6 @@ func (p *process) loseReply(ctx context.Context, c *call, node int, cmds []redis
 	if err := p.network(ctx, node); err != nil {
 		return fail(cmds, err)
 	}
-	return a.observe(ctx, p, node, cmds, c, send)
+	_, err = a.observe(ctx, p, node, cmds, c, send)
+	return err
 }

@@ -36,10 +36,12 @@ type signals struct {
 	waits []*pending // one-shot waits for the next event that matches
 }
 
-// pending is a wait for the first event from its making on that matches.
+// pending is a wait for the first event from its making on that matches: c closes, and the event
+// is sent on e (buffered) where the waiter wants it.
 type pending struct {
 	match func(referee.Event) bool
 	c     chan struct{}
+	e     chan referee.Event
 }
 
 func newSignals() *signals {
@@ -70,6 +72,15 @@ func (s *signals) next(match func(referee.Event) bool) Wait {
 	p := &pending{match: match, c: make(chan struct{})}
 	s.waits = append(s.waits, p)
 	return p.c
+}
+
+// nextEvent is the first event from now on that match accepts, once it has happened.
+func (s *signals) nextEvent(match func(referee.Event) bool) <-chan referee.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &pending{match: match, c: make(chan struct{}), e: make(chan referee.Event, 1)}
+	s.waits = append(s.waits, p)
+	return p.e
 }
 
 // allBut closes once every buyer that has given any signal, but except, has given kind, and at
@@ -117,6 +128,9 @@ func (s *signals) see(e referee.Event, buyers int) {
 	for _, p := range s.waits {
 		if p.match(e) {
 			close(p.c)
+			if p.e != nil {
+				p.e <- e
+			}
 		} else {
 			kept = append(kept, p)
 		}

@@ -331,10 +331,11 @@ func (s *Stage) AllSettled(except *Actor) Wait { return s.sig.allBut(except.N, s
 // lock could have had as the fault struck —, it found the lock taken, was refused, or finished an
 // order: the lock outlived b's lease (renewed, or it never expires). Before that TTL a refusal
 // says nothing: b's lease is still good. It is what a lasting move waits for: its counterpart has
-// acted.
+// acted. A counterpart that got in stays inside until b's order under way is done (at most
+// 2 × TTL), as a scenario's second buyer does, so the two are seen inside together.
 func (s *Stage) Met(b *Actor) Wait {
 	c := make(chan struct{})
-	in := s.Others(b)
+	in := s.entered(b)
 	ttl := s.a.t.TTL
 	s.wg.Add(1)
 	go func() {
@@ -349,7 +350,35 @@ func (s *Stage) Met(b *Actor) Wait {
 			return
 		case <-t.C:
 		}
-		s.await(in, s.Found(b))
+		s.await(Wait(in), s.Found(b))
+	}()
+	return c
+}
+
+// Others closes once a buyer other than b is inside the critical section (or at its work, for an
+// order that works before it touches the stock); that buyer then stays inside until b's order under
+// way is done (at most 2 × TTL).
+func (s *Stage) Others(b *Actor) Wait { return s.entered(b) }
+
+// entered is Others: it closes once another buyer is in, and holds that buyer's order inside until
+// b's order under way (as b's order count stands now) is done.
+func (s *Stage) entered(b *Actor) chan struct{} {
+	c := make(chan struct{})
+	ev := s.sig.nextEvent(func(e referee.Event) bool {
+		return e.Buyer > 0 && e.Buyer != b.N && (e.Kind == referee.EvEnter || e.Kind == referee.EvWork)
+	})
+	mine := b.current()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case e := <-ev:
+			if x := s.actor(e.Buyer); x != nil && e.Order > 0 {
+				x.stayInside(e.Order, b.OrderDone(mine))
+			}
+			close(c)
+		case <-s.ctx.Done():
+		}
 	}()
 	return c
 }
@@ -360,14 +389,6 @@ func (s *Stage) Found(b *Actor) Wait {
 	return s.sig.next(func(e referee.Event) bool {
 		return e.Buyer > 0 && e.Buyer != b.N &&
 			(e.Kind == referee.EvEnter || e.Kind == referee.EvRefused || e.Kind == referee.EvDone || e.Kind == referee.EvWaiting)
-	})
-}
-
-// Others closes at the first event from now on in which a buyer other than b is inside the
-// critical section.
-func (s *Stage) Others(b *Actor) Wait {
-	return s.sig.next(func(e referee.Event) bool {
-		return e.Buyer > 0 && e.Buyer != b.N && e.Kind == referee.EvEnter
 	})
 }
 

@@ -143,6 +143,7 @@ type rkey struct {
 	hold      *hold
 	writer    int // the process that wrote its value
 	call      int // in that call (0: outside any call)
+	lockOrder int // the order whose Lock call wrote its value (0: none, or not a Lock call)
 	writtenAt time.Duration
 	// left is the hold whose call created this key and that ended on another node while the key
 	// stayed here (a quorum's hold ends when its first key is gone): what it left, until it goes.
@@ -744,6 +745,12 @@ func (r *Referee) command(rec history.Record) {
 			r.leave(h, nk, rec.At, rec.Buyer, false)
 		}
 		st := r.setKey(rec.Node, kc, rec.At, rec.Buyer, rec.Call)
+		if st != nil && kc.Before != kc.After {
+			st.lockOrder = 0
+			if c != nil && c.lock {
+				st.lockOrder = c.order
+			}
+		}
 		if st != nil && h != nil && !h.ended && h.keys[nk] {
 			st.hold = h
 		}
@@ -935,8 +942,8 @@ func (r *Referee) stuckProbe(rec history.Record) {
 
 // liveStuck judges stuck as a live session runs: a hold whose order has ended (or whose process
 // died), with a key that never expires, while units remain, once another buyer's order that began
-// after it was turned away — or, with nobody turned away, once its owner has had no order under
-// way for a TTL. A key with a lease frees itself: it is not stuck, however long the lab shows it
+// a TTL after it was turned away — or, with nobody turned away, once its owner has had no order
+// under way for a TTL. A key with a lease frees itself: it is not stuck, however long the lab shows it
 // held.
 func (r *Referee) liveStuck(now time.Duration) {
 	if r.shelf <= 0 {
@@ -966,10 +973,7 @@ func (r *Referee) liveStuck(now time.Duration) {
 		if !forever {
 			continue
 		}
-		turned := slices.ContainsFunc(r.lost, func(j Rejection) bool {
-			x := r.orderOf(j)
-			return j.Buyer != h.buyer && x != nil && x.began >= done
-		})
+		turned := r.turnedAway(h.buyer, done)
 		idle := p.current == 0 && p.ended >= 0 && now-p.ended >= r.h.Timing.TTL
 		if !turned && !idle {
 			continue
@@ -984,6 +988,23 @@ func (r *Referee) liveStuck(now time.Duration) {
 		}
 		r.announce(now, steps.Stuck, r.liveStuckSaid, h.buyer)
 		return
+	}
+	// A key a Lock call wrote and no hold has (a lost reply: the Lock said no, or failed, though
+	// its write landed) that never expires, once its order has ended and a later buyer was turned
+	// away: an orphan nobody will ever release.
+	for i := range r.nodes {
+		for _, st := range r.nodes[i] {
+			o := r.orders[st.lockOrder]
+			if st.hold != nil || st.deadline >= 0 || o == nil || !o.ended {
+				continue
+			}
+			if !r.turnedAway(o.buyer, o.endedAt) {
+				continue
+			}
+			r.liveStuckSaid = fmt.Sprintf("a lock buyer %d's Lock wrote, though it did not return holding it, never expires, while %s on the shelf: nobody can buy them (a buyer who came after was turned away)", o.buyer, units(r.shelf))
+			r.announce(now, steps.Stuck, r.liveStuckSaid, o.buyer)
+			return
+		}
 	}
 }
 
@@ -1065,6 +1086,16 @@ func (r *Referee) HeldKey(node int) (key string, owner int, ok bool) {
 		}
 	}
 	return key, owner, ok
+}
+
+// turnedAway reports whether an order of a buyer other than owner, begun a TTL or more after done,
+// was turned away: past any lease the owner's lock could have had — by Redis's TTL, or by a time
+// stored in the lock that a later buyer would take it over at —, the lock still keeps buyers out.
+func (r *Referee) turnedAway(owner int, done time.Duration) bool {
+	return slices.ContainsFunc(r.lost, func(j Rejection) bool {
+		x := r.orderOf(j)
+		return j.Buyer != owner && x != nil && x.began >= done+r.h.Timing.TTL
+	})
 }
 
 // orderOf is the order a rejection turned away.

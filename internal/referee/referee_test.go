@@ -428,7 +428,9 @@ func TestLiveStuckOnceABuyerIsTurnedAway(t *testing.T) {
 	if len(said) != 0 {
 		t.Fatalf("stuck with nobody turned away: %v", said)
 	}
-	// buyer 2 comes, is refused, and its order sells nothing: turned away with 50 on the shelf
+	// buyer 2 comes, a TTL on, is refused, and its order sells nothing: turned away with 50 on
+	// the shelf
+	b.at += history.DefaultTiming().TTL
 	b.begin(2, 3).lock(3, false, b.get(2, lockName)).end(3, "")
 	for _, rec := range b.h.Records[len(b.h.Records)-5:] {
 		r.Add(rec)
