@@ -239,8 +239,8 @@ func (b *Actor) LoseLockReply() Wait {
 	return m.Struck()
 }
 
-// SecondRequest starts, once the buyer's order under way is inside the critical section (at
-// once if it is), a second order on the same process with the same Locker, as a second request
+// SecondRequest starts, once the buyer's order under way is inside the critical section or at its
+// work (at once if it is), a second order on the same process with the same Locker, as a second request
 // on one server: the first stays inside until the second has met the lock, and the second until
 // the first is done (each at most 2 × TTL).
 func (b *Actor) SecondRequest() {
@@ -255,19 +255,24 @@ func (b *Actor) SecondRequest() {
 	}
 	s.a.mu.Unlock()
 	first := k
-	b.stayInside(first, b.OrderSettled(first+1))
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if !s.await(b.OrderEntered(first), b.OrderDone(first)) {
+	// The first stays until the second has met the lock, or is under way (an order that takes no
+	// lock meets none).
+	b.stayInside(first, s.FirstOf(b.OrderSettled(first+1), b.orderUnder(first+1)))
+	// It counts as an order from now: a play waits for it.
+	s.run(b, func(ctx context.Context) {
+		if !s.await(b.orderUnder(first)) {
 			return
 		}
 		if !m.strike(b.N, "the same process starts a second order, with the same Locker (a second request to one server)", nil, 0) {
 			return
 		}
-		s.run(b, func(ctx context.Context) { b.order(ctx, b.OrderDone(first)) })
-	}()
+		b.order(ctx, b.OrderDone(first))
+	})
 }
+
+// orderUnder closes when the buyer's k-th order is under way past its lock: inside, at its work
+// (an order that takes no lock works first), or done.
+func (b *Actor) orderUnder(k int) Wait { return b.s.sig.get(sigKey{buyer: b.N, order: k, kind: sigUnder}) }
 
 // stayInside keeps the buyer's k-th order inside after its work until w (at most 2 × TTL): at
 // once if that order is under way, else when it starts.

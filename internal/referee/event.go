@@ -201,6 +201,9 @@ func (e Event) String() string {
 // Words says the event in plain words: the log, rewind and -json all say it this way.
 func (e Event) Words() string {
 	who := fmt.Sprintf("buyer %d", e.Buyer)
+	if e.Buyer == 0 {
+		who = "the end-of-run probe" // it asks for the lock as a new buyer would, once the orders are done
+	}
 	other := fmt.Sprintf("buyer %d", e.Other)
 	on := ""
 	if e.On != "" {
@@ -249,9 +252,9 @@ func (e Event) Words() string {
 			return "what was left of " + other + "'s lock" + on + " runs out (its TTL)"
 		}
 		if e.Other == 0 {
-			return "a key ran out" + on
+			return "a key ran out" + on + e.due()
 		}
-		return other + "'s lock runs out (its TTL)" + on
+		return other + "'s lock runs out (its TTL)" + on + e.due()
 	case EvLost:
 		if e.Left {
 			return "what was left of " + other + "'s lock" + on + " is lost: the node forgot it"
@@ -343,6 +346,15 @@ func (e Event) Words() string {
 		return fmt.Sprintf("FENCED: the inventory refused %s's stale %s (token %d)", who, what, e.Token)
 	}
 	return string(e.Kind)
+}
+
+// due is ", due at 203 ms" for an expiry seen later than the key ran out (at the next command on
+// its node), "" when it was seen then or when is not known.
+func (e Event) due() string {
+	if e.Due <= 0 || e.At-e.Due < time.Millisecond {
+		return ""
+	}
+	return fmt.Sprintf(" (due at %s, seen at the next command on the node)", roundD(e.Due))
 }
 
 // withToken is " with token 5" for a stock command that showed the inventory a fencing token.

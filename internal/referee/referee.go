@@ -771,30 +771,46 @@ func (r *Referee) command(rec history.Record) {
 		}
 	}
 	// A command of a Lock call that named a key another process holds, and left it as it was:
-	// the order found the lock taken.
+	// the order found the lock taken. A key an active hold has says whose lock it is; a key no
+	// hold has (a lost reply's orphan) says so by its writer, but only of a command that changed
+	// nothing itself: one that wrote its own lock (a retry that takes it back) found nothing taken
+	// in a line of waiters another buyer wrote.
 	if c != nil && c.lock && rec.Buyer > 0 {
 		o := r.orders[c.order]
 		if o != nil && !o.waited {
-			for _, cmd := range rec.Cmds {
-				for _, a := range cmd.Args {
-					st := r.node(rec.Node)[a]
-					if st == nil || changed[a] {
-						continue
-					}
-					owner := st.writer
-					if st.hold != nil {
-						owner = st.hold.buyer
-					}
-					if owner == 0 || (owner == rec.Buyer && (st.hold == nil || st.hold.order == c.order)) {
-						continue
-					}
-					o.waited = true
-					r.say(Event{At: rec.At, Kind: EvWaiting, Buyer: rec.Buyer, Order: o.k, Other: owner, Node: rec.Node})
-					return
-				}
+			if owner := r.takenBy(rec, c, changed); owner != 0 {
+				o.waited = true
+				r.say(Event{At: rec.At, Kind: EvWaiting, Buyer: rec.Buyer, Order: o.k, Other: owner, Node: rec.Node})
 			}
 		}
 	}
+}
+
+// takenBy is the buyer whose lock command rec of call c found taken (0: none): a key it named and
+// left as it was, held by another's active hold, or, where it changed nothing, written by another.
+func (r *Referee) takenBy(rec history.Record, c *rcall, changed map[string]bool) int {
+	weak := 0
+	for _, cmd := range rec.Cmds {
+		for _, a := range cmd.Args {
+			st := r.node(rec.Node)[a]
+			if st == nil || changed[a] {
+				continue
+			}
+			if h := st.hold; h != nil {
+				if h.buyer != rec.Buyer || h.order != c.order {
+					return h.buyer
+				}
+				continue
+			}
+			if weak == 0 && st.writer != 0 && st.writer != rec.Buyer {
+				weak = st.writer
+			}
+		}
+	}
+	if len(changed) > 0 {
+		return 0
+	}
+	return weak
 }
 
 // lapse applies keys that ran out (or lost an expired field) on their own.

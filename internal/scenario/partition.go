@@ -10,7 +10,7 @@ import (
 // the holder works on and writes when the link is back (unless its lock stopped it).
 var Partition = add(&Scenario{
 	Name: steps.Partition, Column: 10,
-	What:   "the holder loses its link to the lock server (not to the inventory) for ~3 × TTL inside its work, then writes",
+	What:   "the holder loses its link to the lock server (not to the inventory) inside its work until a second buyer who comes 2.4 × TTL later is in, then writes",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold},
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL

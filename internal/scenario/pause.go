@@ -10,7 +10,7 @@ import (
 // second stays inside until the holder is done.
 var Pause = add(&Scenario{
 	Name: steps.Pause, Column: 7,
-	What:   "the holder freezes (stop-the-world) between reading and writing stock, ~3 × TTL",
+	What:   "the holder freezes (stop-the-world) just before its stock write, until a second buyer who comes 2.4 × TTL later is in",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold},
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL

@@ -10,7 +10,7 @@ import (
 // the holder is done.
 var Slow = add(&Scenario{
 	Name: steps.Slow, Column: 4,
-	What:   "the first holder's work takes ~3 × TTL, process alive",
+	What:   "the first holder's work goes on, process alive, until a second buyer who comes 2.4 × TTL later is in",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRelease},
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL

@@ -11,7 +11,7 @@ import (
 // and the second stays inside until the holder is done.
 var UnlockRace = add(&Scenario{
 	Name: steps.UnlockRace, Column: 5,
-	What:    "the holder freezes just before the command that deletes its lock, for longer than the TTL",
+	What:    "the holder freezes just before a command of its Unlock that touches its lock, until a second buyer who comes after its lease ran out is in",
 	Judges:  []steps.Kind{steps.ForeignRelease},
 	EachGap: true,
 	Play: func(s *arena.Stage) {

@@ -119,7 +119,7 @@ var Steps = []*steps.Step{
 		Article:   "000 — 引入Redis超时机制, 加锁操作原子化, 抽取公共组件 (v3, v4, tryLock/releaseLock)",
 		Fixes:     "A crashed holder's lock expires after the TTL; SET NX PX sets key and expiry atomically.",
 		Breaks:    "A holder slower than the TTL loses the lock without knowing, and then DELs the next holder's lock.",
-		Hint:      "Make the holder slow: its work takes 3 × TTL.",
+		Hint:      "Make the holder slow (s): its work goes on until another buyer is in.",
 		Lesson:    "A TTL is a guess about how long the work takes. When the work outlives it, Redis hands the lock to someone else while the first holder is still inside — and the first holder's DEL then deletes the second holder's lock. Unlock must check whose lock it deletes.",
 		BreakWith: steps.Slow,
 		New:       atomicttl.New, Order: atomicttl.Order, Source: atomicttl.Source,
