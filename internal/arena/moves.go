@@ -272,7 +272,9 @@ func (b *Actor) SecondRequest() {
 
 // orderUnder closes when the buyer's k-th order is under way past its lock: inside, at its work
 // (an order that takes no lock works first), or done.
-func (b *Actor) orderUnder(k int) Wait { return b.s.sig.get(sigKey{buyer: b.N, order: k, kind: sigUnder}) }
+func (b *Actor) orderUnder(k int) Wait {
+	return b.s.sig.get(sigKey{buyer: b.N, order: k, kind: sigUnder})
+}
 
 // stayInside keeps the buyer's k-th order inside after its work until w (at most 2 × TTL): at
 // once if that order is under way, else when it starts.
