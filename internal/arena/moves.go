@@ -23,6 +23,21 @@ import (
 // Hazard: a move that lasts is bounded by its cap, not by its counterpart: a lock that keeps
 // every other buyer waiting (a watchdog renewing) holds the fault for the whole cap.
 
+// The faults, by the names the moves give them in records and events.
+const (
+	FaultError      history.Fault = "error"       // the work inside the critical section returns an error
+	FaultCrash      history.Fault = "crash"       // the process dies: no command of it, deferred or not, reaches Redis
+	FaultSlow       history.Fault = "slow"        // the work goes on, the process alive, until its counterpart acts
+	FaultPause      history.Fault = "pause"       // stop-the-world just before the stock write leaves, until its counterpart acts
+	FaultUnlockRace history.Fault = "unlock-race" // the process freezes just before a command of its Unlock, until its counterpart acts
+	FaultFailover   history.Fault = "failover"    // the next lock write is not replicated, and the primary then dies
+	FaultReentrant  history.Fault = "reentrant"   // the work calls a helper that takes the same lock again
+	FaultPartition  history.Fault = "partition"   // inside its work, the process loses its links to the lock nodes until its counterpart acts
+	FaultSecond     history.Fault = "second"      // the process starts a second order at once, with the same Locker
+	FaultRestart    history.Fault = "restart"     // the lock node restarts without persistence, forgetting every key
+	FaultLostReply  history.Fault = "lost-reply"  // a lock command's reply is lost: it landed, its client saw a timeout
+)
+
 // counterpart says in words what a lasting move waits for.
 const counterpart = "until another buyer has got in (or, a TTL on, still finds the lock taken)"
 
@@ -104,36 +119,36 @@ func (a *Arena) lasting(cap time.Duration) string {
 
 // FailWork makes the buyer's work return an error, at once if it is at work, else in its next
 // order's work.
-func (b *Actor) FailWork() { b.arm(history.FaultError, false, 0, "Shop.Work") }
+func (b *Actor) FailWork() { b.arm(FaultError, false, 0, "Shop.Work") }
 
 // SlowWork makes the buyer's work go on, its process alive, until its counterpart has acted (at
 // most 6 × TTL): at once if it is at work, else in its next order's.
-func (b *Actor) SlowWork() { b.arm(history.FaultSlow, true, capWork*b.s.a.t.TTL, "Shop.Work") }
+func (b *Actor) SlowWork() { b.arm(FaultSlow, true, capWork*b.s.a.t.TTL, "Shop.Work") }
 
 // NestedLock makes the buyer's work call a helper that takes the lock its order holds, as the
 // articles' service A calls service B.
-func (b *Actor) NestedLock() { b.arm(history.FaultReentrant, false, 0, "Shop.Work") }
+func (b *Actor) NestedLock() { b.arm(FaultReentrant, false, 0, "Shop.Work") }
 
 // CutInWork cuts, inside the buyer's work, its links to the lock nodes (not to the inventory)
 // until its counterpart has acted (at most 6 × TTL); it works on, and writes once the link is
 // back (unless its lock stopped it).
-func (b *Actor) CutInWork() { b.arm(history.FaultPartition, true, capWork*b.s.a.t.TTL, "Shop.Work") }
+func (b *Actor) CutInWork() { b.arm(FaultPartition, true, capWork*b.s.a.t.TTL, "Shop.Work") }
 
 // PauseBeforeWrite stops the buyer's whole process (its timers and watchdog too) just before its
 // stock write leaves, until its counterpart has acted (at most 6 × TTL): the write is on its way
 // and goes out when the pause ends, whatever the context says by then.
 func (b *Actor) PauseBeforeWrite() {
-	b.arm(history.FaultPause, true, capWork*b.s.a.t.TTL, "Shop.SetStock, Shop.SetStockFenced or Shop.Sell")
+	b.arm(FaultPause, true, capWork*b.s.a.t.TTL, "Shop.SetStock, Shop.SetStockFenced or Shop.Sell")
 }
 
 // CrashInWork kills the buyer's process inside its work: at once if it is at work, else in its
 // next order's work.
-func (b *Actor) CrashInWork() { b.arm(history.FaultCrash, false, 0, "Shop.Work") }
+func (b *Actor) CrashInWork() { b.arm(FaultCrash, false, 0, "Shop.Work") }
 
 // Crash kills the buyer's process now: its connections close, its goroutines' commands are
 // refused, no deferred code of it reaches Redis.
 func (b *Actor) Crash() {
-	m := b.s.newMove(history.FaultCrash, nil)
+	m := b.s.newMove(FaultCrash, nil)
 	if m.strike(b.N, crashSays, nil, 0) {
 		b.p.crash()
 	}
@@ -145,17 +160,17 @@ const crashSays = "the process dies: its connections close, and none of its code
 // says is what an armed fault says as it strikes.
 func (x *armedFault) says(a *Arena) string {
 	switch x.m.f {
-	case history.FaultError:
+	case FaultError:
 		return "its work returns an error"
-	case history.FaultCrash:
+	case FaultCrash:
 		return crashSays
-	case history.FaultSlow:
+	case FaultSlow:
 		return "its work goes on, the process alive, " + a.lasting(x.cap)
-	case history.FaultReentrant:
+	case FaultReentrant:
 		return "its work calls a helper that takes the same lock"
-	case history.FaultPartition:
+	case FaultPartition:
 		return "its link to the lock server is cut (not to the inventory), " + a.lasting(x.cap) + "; it keeps working"
-	case history.FaultPause:
+	case FaultPause:
 		return "the whole process stops (its watchdog too) just before its stock write leaves, " + a.lasting(x.cap)
 	}
 	return string(x.m.f)
@@ -169,7 +184,7 @@ func (x *armedFault) says(a *Arena) string {
 func (b *Actor) FreezeBeforeUnlockCommand(gap int) *UnlockRace {
 	s := b.s
 	r := &unlockRace{gap: gap, cap: capUnlock * s.a.t.TTL, until: func() Wait { return s.Met(b) }}
-	r.m = s.newMove(history.FaultUnlockRace, func(m *move) {
+	r.m = s.newMove(FaultUnlockRace, func(m *move) {
 		b.p.mu.Lock()
 		unlocks := r.unlocks
 		b.p.mu.Unlock()
@@ -226,7 +241,7 @@ func (u *UnlockRace) Touched() int {
 // command whose reply is lost has gone out.
 func (b *Actor) LoseLockReply() Wait {
 	s := b.s
-	m := s.newMove(history.FaultLostReply, func(m *move) {
+	m := s.newMove(FaultLostReply, func(m *move) {
 		if s.a.lockCalls(b.p) == 0 {
 			s.a.note("buyer %d's order takes no lock: there is no lock reply to lose", b.N)
 			return
@@ -245,7 +260,7 @@ func (b *Actor) LoseLockReply() Wait {
 // the first is done (each at most 2 × TTL).
 func (b *Actor) SecondRequest() {
 	s := b.s
-	m := s.newMove(history.FaultSecond, func(m *move) {
+	m := s.newMove(FaultSecond, func(m *move) {
 		s.a.nowhere("the second request never started: buyer %d's order never got in nor returned", b.N)
 	})
 	s.a.mu.Lock()
@@ -318,7 +333,7 @@ func (s *Stage) FailoverAfterLockWrite(b *Actor) error {
 	}
 	e.holdArmed = true
 	s.a.mu.Unlock()
-	m := s.newMove(history.FaultFailover, func(m *move) { s.nodeMoveUnmet(b, "failover", e) })
+	m := s.newMove(FaultFailover, func(m *move) { s.nodeMoveUnmet(b, "failover", e) })
 	s.armNode(&armed{node: 0, buyer: b, m: m, strike: func(h *Actor) {
 		m.strike(h.N, "the lock node it wrote on fails over before the write reached the replica", nil, 0)
 		e.turn.Lock()
@@ -344,7 +359,7 @@ func (s *Stage) RestartAfterLockWrite(b *Actor) error {
 	if !e.node.CanRestart() {
 		return fmt.Errorf("%w: restart needs a lock node the lab owns, and the %s backend is a server it does not", ErrCannotStage, s.a.env.Backend())
 	}
-	m := s.newMove(history.FaultRestart, func(m *move) { s.nodeMoveUnmet(b, "restart", e) })
+	m := s.newMove(FaultRestart, func(m *move) { s.nodeMoveUnmet(b, "restart", e) })
 	var once sync.Once
 	restart := func(h *Actor) {
 		once.Do(func() {

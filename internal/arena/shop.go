@@ -74,7 +74,7 @@ func (s *shop) SetStock(ctx context.Context, n int) error {
 // writing plays a pause armed on the process, and returns the context the write goes out with.
 func (s *shop) writing(ctx context.Context) context.Context {
 	p := s.p
-	if x := p.take(history.FaultPause); x != nil && x.m.strike(p.n, x.says(p.a), nil, 0) {
+	if x := p.take(FaultPause); x != nil && x.m.strike(p.n, x.says(p.a), nil, 0) {
 		p.freeze(x.cap, x.until(), counterpart)
 	}
 	return context.WithoutCancel(ctx)
@@ -153,22 +153,22 @@ func (s *shop) Work(ctx context.Context) error {
 	var slowed Wait // a slow fault's counterpart: when it has acted, the work is done a beat later
 	cut := false    // a partition struck in this work: it works on until the link is back
 	for {
-		if x := p.take(history.FaultError, history.FaultCrash, history.FaultSlow, history.FaultReentrant, history.FaultPartition); x != nil &&
+		if x := p.take(FaultError, FaultCrash, FaultSlow, FaultReentrant, FaultPartition); x != nil &&
 			x.m.strike(p.n, x.says(a), nil, 0) {
 			switch x.m.f {
-			case history.FaultError:
+			case FaultError:
 				a.faulted(s.o)
 				return ErrWork
-			case history.FaultCrash:
+			case FaultCrash:
 				p.crash()
 				return ErrCrashed
-			case history.FaultSlow:
+			case FaultSlow:
 				end, slowed = time.Now().Add(x.cap), x.until()
-			case history.FaultReentrant:
+			case FaultReentrant:
 				if err := s.nested(ctx); err != nil {
 					return err
 				}
-			case history.FaultPartition:
+			case FaultPartition:
 				p.partition(x.cap, x.until(), counterpart)
 				cut = true
 			}
