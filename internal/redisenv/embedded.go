@@ -218,6 +218,9 @@ func (n *embNode) Name() string { return n.name }
 // Options dials whichever instance is primary at dial time.
 func (n *embNode) Options() *redis.Options { return memOptions(n.dial, false) }
 
+// NewClient is a client of Options.
+func (n *embNode) NewClient() *redis.Client { return redis.NewClient(n.Options()) }
+
 // strangers counts the writes to the node on connections nobody claimed.
 func (n *embNode) strangers() int64 { return n.stray.Load() }
 

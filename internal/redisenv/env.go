@@ -43,8 +43,15 @@ type Node interface {
 	// Name names the node in reports and on screen ("lock").
 	Name() string
 	// Options configures a new client of the node. Its dialer always reaches the current
-	// primary, so a client follows a failover once its old connections break.
+	// primary, so a client follows a failover once its old connections break. Hazard: it is
+	// the lab's own way to the primary; a buyer's client comes from NewClient.
 	Options() *redis.Options
+	// NewClient is a new client of the node's current primary that follows failovers, as a
+	// user's client of this topology would; today every backend's is a client of Options. Its
+	// MaxRetries is go-redis's default (3) unless a URL says otherwise. The caller adds Hook,
+	// if any, and closes it. Hazard: a client made from Options instead follows the lab's
+	// failover, not a topology's own (Sentinel's).
+	NewClient() *redis.Client
 	// Hook, when not nil, must be added to every client of the node, after the caller's own
 	// hooks (the embedded backend feeds its replica through it).
 	Hook() redis.Hook

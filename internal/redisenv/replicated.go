@@ -147,6 +147,9 @@ func (n *replNode) Name() string { return n.name }
 // until the node is back.
 func (n *replNode) Options() *redis.Options { return followPrimary(n.primaryAddr) }
 
+// NewClient is a client of Options.
+func (n *replNode) NewClient() *redis.Client { return redis.NewClient(n.Options()) }
+
 // Hook is nil: the replica replicates by itself.
 func (n *replNode) Hook() redis.Hook { return nil }
 

@@ -102,14 +102,15 @@ func (u *URL) Nodes() []Node { return []Node{urlNode{u}} }
 // urlNode is the URL's server as a lock node.
 type urlNode struct{ u *URL }
 
-func (n urlNode) Name() string            { return "lock" }
-func (n urlNode) Options() *redis.Options { return n.u.options() }
-func (n urlNode) Hook() redis.Hook        { return nil }
-func (n urlNode) Admin() *redis.Client    { return n.u.admin }
-func (n urlNode) CanFailover() bool       { return false }
-func (n urlNode) CanRestart() bool        { return false }
-func (n urlNode) Outage() time.Duration   { return 0 }
-func (n urlNode) HoldReplication()        {}
+func (n urlNode) Name() string             { return "lock" }
+func (n urlNode) Options() *redis.Options  { return n.u.options() }
+func (n urlNode) Hook() redis.Hook         { return nil }
+func (n urlNode) NewClient() *redis.Client { return redis.NewClient(n.Options()) }
+func (n urlNode) Admin() *redis.Client     { return n.u.admin }
+func (n urlNode) CanFailover() bool        { return false }
+func (n urlNode) CanRestart() bool         { return false }
+func (n urlNode) Outage() time.Duration    { return 0 }
+func (n urlNode) HoldReplication()         {}
 func (n urlNode) Failover(ctx context.Context) error {
 	return errors.New("redisenv: the url backend is a single existing server; it cannot fail over")
 }
