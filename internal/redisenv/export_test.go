@@ -3,6 +3,8 @@ package redisenv
 import (
 	"strings"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 )
 
 // This package's tests call CloseAll and keep testing in the same process (-count=N), so they
@@ -58,3 +60,6 @@ func SentinelAddrs(n Node) []string {
 
 // SentinelOutage is the sentinel backend's Outage.
 func SentinelOutage() time.Duration { return sentinelOutage }
+
+// EmbeddedPrimary is the miniredis that is n's primary now.
+func EmbeddedPrimary(n Node) *miniredis.Miniredis { return n.(*embNode).current() }
