@@ -63,3 +63,6 @@ func SentinelOutage() time.Duration { return sentinelOutage }
 
 // EmbeddedPrimary is the miniredis that is n's primary now.
 func EmbeddedPrimary(n Node) *miniredis.Miniredis { return n.(*embNode).current() }
+
+// SentinelDownAfter is the Sentinels' down-after-milliseconds.
+func SentinelDownAfter() time.Duration { return sentinelDownAfter }

@@ -168,6 +168,34 @@ func (claimHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 	return next
 }
 
+// TestSentinelFailoverAfterLongHold: a failover that strikes more than 10 × down-after-milliseconds
+// after HoldReplication still promotes the replica and loses the held write. Sentinel promotes
+// no replica whose link has been down that long; the held link stays open and silent, as a
+// partition the replica has not noticed yet. (With the link closed at the hold, the Sentinels
+// refused: -failover-abort-no-good-slave, until Failover gave up after 30 s.)
+func TestSentinelFailoverAfterLongHold(t *testing.T) {
+	s := openSentinel(t)
+	ctx := context.Background()
+	node := s.Nodes()[0]
+	c := node.NewClient()
+	defer c.Close()
+	kept, lost := s.Prefix()+"kept", s.Prefix()+"lost"
+	if err := c.Set(ctx, kept, 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	node.HoldReplication()
+	if err := c.Set(ctx, lost, 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10*redisenv.SentinelDownAfter() + 5*time.Second)
+	if err := node.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, ctx, c, kept) || exists(t, ctx, c, lost) {
+		t.Errorf("after a long hold: the write before it kept %v, the held one kept %v", exists(t, ctx, c, kept), exists(t, ctx, c, lost))
+	}
+}
+
 // TestSentinelQuorum: three independent lock nodes, each with Sentinels of its own, started at
 // once, each failing over alone.
 func TestSentinelQuorum(t *testing.T) {
