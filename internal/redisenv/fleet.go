@@ -28,8 +28,9 @@ type launcher interface {
 type watchman interface {
 	// watch starts what watches nd, once its replica is linked, and returns once nd is watched,
 	// with every process it started, for the fleet to remove. On an error it leaves nothing
-	// running. It may set nd's fields: nd is not shared yet.
-	watch(ctx context.Context, nd *replNode) ([]redisServer, error)
+	// running. It may set nd's fields: nd is not shared yet. life ends when the fleet's Close
+	// begins: a wait of nd's on its watchers (a failover) gives up then.
+	watch(ctx, life context.Context, nd *replNode) ([]redisServer, error)
 }
 
 // fleet is the topology the server, sentinel and container backends share, on the redis-servers a
@@ -139,7 +140,7 @@ func (f *fleet) start(n int) error {
 			}
 			var watchers []redisServer
 			if err == nil && f.w != nil {
-				watchers, err = f.w.watch(ctx, nd)
+				watchers, err = f.w.watch(ctx, f.ctx, nd)
 			}
 			f.mu.Lock()
 			defer f.mu.Unlock()

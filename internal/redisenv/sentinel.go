@@ -134,7 +134,7 @@ type sentinelWatch struct {
 // second later (one started before the others; three started one after the other, each told of
 // those before it, took two seconds, the first one learning of the others from their first
 // hello).
-func (w *sentinelWatch) watch(ctx context.Context, nd *replNode) ([]redisServer, error) {
+func (w *sentinelWatch) watch(ctx, life context.Context, nd *replNode) ([]redisServer, error) {
 	var procs []*proc
 	var err error
 	for range 5 {
@@ -145,7 +145,7 @@ func (w *sentinelWatch) watch(ctx context.Context, nd *replNode) ([]redisServer,
 	if err != nil {
 		return nil, err
 	}
-	s := &sentinels{master: nd.name, procs: procs}
+	s := &sentinels{master: nd.name, procs: procs, life: life}
 	for _, p := range procs {
 		s.addrs = append(s.addrs, p.addr())
 		// RESP2: SENTINEL MASTER and its kin answer flat lists of names and values.
@@ -226,7 +226,8 @@ func sentinelConf(name, host, port, pass string) string {
 
 // sentinels are one lock node's three Sentinels, and the lab's clients of them.
 type sentinels struct {
-	master  string // the name they monitor the node's primary under: the node's
+	master  string          // the name they monitor the node's primary under: the node's
+	life    context.Context // ends when the fleet's Close begins: a wait on the Sentinels ends with it
 	procs   []*proc
 	addrs   []string
 	clients []*redis.Client
@@ -347,7 +348,7 @@ func fields(entry any) map[string]string {
 // node's primary (they have elected a leader, which promoted it and saw it answer as a primary),
 // or sentinelWait passes.
 func (s *sentinels) awaitPromotion(ctx context.Context, replica redisServer) error {
-	ctx, cancel := context.WithTimeout(ctx, sentinelWait)
+	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	want := replica.addr()
 	named := func() bool {
@@ -370,6 +371,17 @@ func (s *sentinels) awaitPromotion(ctx context.Context, replica redisServer) err
 	return nil
 }
 
+// bound is ctx, ending after sentinelWait or once the fleet's Close begins (a Ctrl-C does not
+// wait out an election).
+func (s *sentinels) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, sentinelWait)
+	stop := context.AfterFunc(s.life, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
 // errSentinelFailedOver is what Restart answers when the Sentinels failed the node over while
 // its primary restarted.
 var errSentinelFailedOver = errors.New("redisenv: the Sentinels failed the node over while its primary restarted")
@@ -380,7 +392,7 @@ var errSentinelFailedOver = errors.New("redisenv: the Sentinels failed the node 
 // that names another primary, or has begun a failover, is errSentinelFailedOver. Hazard: a
 // Sentinel reconnects at most once per down-after-milliseconds (1 s), so this takes up to that.
 func (s *sentinels) awaitSeen(ctx context.Context, primary string) error {
-	ctx, cancel := context.WithTimeout(ctx, sentinelWait)
+	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	for i := range s.clients {
 		for {

@@ -292,6 +292,35 @@ func TestSentinelCloseLeavesNothing(t *testing.T) {
 	checkGone(t, pids, dirs)
 }
 
+// TestSentinelCloseDuringFailover is Ctrl-C in the middle of Sentinel's election: Close does
+// not wait it out, the Failover in progress fails, and nothing is left. (No Sentinel can find the
+// primary down before down-after-milliseconds, 3 s, so Close comes well inside the election.)
+func TestSentinelCloseDuringFailover(t *testing.T) {
+	needSentinel(t)
+	s, err := redisenv.NewSentinelNodes(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pids, dirs := s.Pids(), s.Dirs()
+	node := s.Nodes()[0]
+	node.HoldReplication()
+	done := make(chan error, 1)
+	go func() { done <- node.Failover(context.Background()) }()
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	ferr := <-done
+	t.Logf("Close took %v; the Failover said: %v", took, ferr)
+	if ferr == nil {
+		t.Error("a Failover interrupted by Close succeeded")
+	}
+	checkGone(t, pids, dirs)
+}
+
 // checkGone fails the test for each of pids still running and each of dirs still there.
 func checkGone(t *testing.T, pids []int, dirs []string) {
 	t.Helper()
