@@ -265,7 +265,7 @@ func (f *fleet) Strangers(ctx context.Context) []string {
 				k, v, _ := strings.Cut(kv, "=")
 				fields[k] = v
 			}
-			if _, ours := claimedAddrs.Load(fields["addr"]); ours || strings.ContainsAny(fields["flags"], "SM") {
+			if claimedAddr(fields["addr"]) || strings.ContainsAny(fields["flags"], "SM") {
 				continue
 			}
 			if f.w != nil && fields["user"] == sentinelUser {
