@@ -67,9 +67,7 @@ func newProcess(a *Arena, n int) *process {
 		close(open)
 		p.blocked = append(p.blocked, open)
 		p.refused = append(p.refused, false)
-		o := node.Options()
-		o.MaxRetries = 3
-		c := redis.NewClient(o)
+		c := node.NewClient()
 		c.AddHook(lockHook{p: p, node: i})
 		if h := node.Hook(); h != nil {
 			c.AddHook(h)

@@ -113,7 +113,7 @@ func NewContainerNodes(n int) (*Container, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNoDocker, oneLine(err))
 	}
 	l.dc = dc.Client
-	f, err := openFleet("container", l.prefix, l, n)
+	f, err := openFleet("container", l.prefix, l, n, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,6 +219,9 @@ func (n *embNode) Name() string { return n.name }
 // Options dials whichever instance is primary at dial time.
 func (n *embNode) Options() *redis.Options { return memOptions(n.dial, false) }
 
+// NewClient is a client of Options.
+func (n *embNode) NewClient() *redis.Client { return redis.NewClient(n.Options()) }
+
 // strangers counts the writes to the node on connections nobody claimed.
 func (n *embNode) strangers() int64 { return n.stray.Load() }
 
@@ -322,7 +326,8 @@ func (n *embNode) feeding() bool {
 }
 
 // feedHook replays every command the primary answered on the replica, in the primary's order,
-// until the feed is held or the replica promoted.
+// until the feed is held or the replica promoted. It answers WAIT itself (see wait): miniredis
+// answers 0 whatever the replica holds.
 type feedHook struct{ n *embNode }
 
 func (h feedHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -332,6 +337,9 @@ func (h feedHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if Handshake(cmd) {
 			// Sent on a fresh connection from inside another command, which holds feedMu.
 			return next(ctx, cmd)
+		}
+		if cmd.Name() == "wait" {
+			return h.wait(ctx, cmd)
 		}
 		n := h.n
 		n.feedMu.Lock()
@@ -347,6 +355,68 @@ func (h feedHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		return err
 	}
 }
+
+// wait answers WAIT numreplicas timeout, without sending it to miniredis, with the number of
+// replicas that hold every write of the connection: 1 while the feed runs (a command's replay
+// is done before the command returns), 0 once HoldReplication has held it back, and 0 after a
+// failover (the promoted replica has no replica of its own). As Redis does, it answers at once
+// when that is at least numreplicas, and otherwise after timeout milliseconds (0: never, until
+// ctx ends), waiting on the clock with no lock held, so a testing/synctest bubble's clock runs
+// on meanwhile and other clients' commands go on. Hazard: a WAIT inside a pipeline or
+// transaction goes to miniredis, which answers 0.
+func (h feedHook) wait(ctx context.Context, cmd redis.Cmder) error {
+	a := cmd.Args()
+	if len(a) != 3 {
+		return setErr(cmd, waitError("ERR wrong number of arguments for 'wait' command"))
+	}
+	want, err1 := strconv.ParseInt(fmt.Sprint(a[1]), 10, 64)
+	ms, err2 := strconv.ParseInt(fmt.Sprint(a[2]), 10, 64)
+	switch {
+	case err1 != nil || err2 != nil:
+		return setErr(cmd, waitError("ERR value is not an integer or out of range"))
+	case ms < 0:
+		return setErr(cmd, waitError("ERR timeout is negative"))
+	}
+	var have int64
+	if h.n.feeding() {
+		have = 1
+	}
+	if have < want {
+		// Nothing brings a held feed back: the answer will not change while it waits.
+		var timeout <-chan time.Time
+		if ms > 0 {
+			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-timeout:
+		case <-ctx.Done():
+			return setErr(cmd, ctx.Err())
+		}
+	}
+	switch c := cmd.(type) {
+	case *redis.IntCmd:
+		c.SetVal(have)
+	case *redis.Cmd:
+		c.SetVal(have)
+	default:
+		return setErr(cmd, fmt.Errorf("redisenv: WAIT sent as a %T, which the embedded node cannot answer", cmd))
+	}
+	return nil
+}
+
+// setErr sets err on cmd and returns it.
+func setErr(cmd redis.Cmder, err error) error {
+	cmd.SetErr(err)
+	return err
+}
+
+// waitError is an error reply the embedded node gives to a malformed WAIT, as Redis would.
+type waitError string
+
+func (e waitError) Error() string { return string(e) }
+func (waitError) RedisError()     {}
 
 func (h feedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {

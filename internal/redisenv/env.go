@@ -20,7 +20,7 @@ import (
 
 // Env is one run's Redis topology: the lock nodes, the inventory store, the run's key prefix.
 type Env interface {
-	// Backend names the backend ("embedded", "server", "container" or "url").
+	// Backend names the backend ("embedded", "server", "sentinel", "container" or "url").
 	Backend() string
 	// Prefix is the run's key prefix; a run reads and writes no key outside it.
 	Prefix() string
@@ -43,8 +43,17 @@ type Node interface {
 	// Name names the node in reports and on screen ("lock").
 	Name() string
 	// Options configures a new client of the node. Its dialer always reaches the current
-	// primary, so a client follows a failover once its old connections break.
+	// primary, so a client follows a failover once its old connections break. Hazard: it is
+	// the lab's own way to the primary (on the sentinel backend, the primary the lab last saw
+	// promoted); a buyer's client comes from NewClient.
 	Options() *redis.Options
+	// NewClient is a new client of the node's current primary that follows failovers, as a
+	// user's client of this topology would: on the sentinel backend a go-redis failover client
+	// that asks the node's Sentinels where the primary is; on the others a client of Options.
+	// Its MaxRetries is go-redis's default (3) unless a URL says otherwise. The caller adds
+	// Hook, if any, and closes it. Hazard: a client made from Options instead follows the lab's
+	// view of the node, not Sentinel's.
+	NewClient() *redis.Client
 	// Hook, when not nil, must be added to every client of the node, after the caller's own
 	// hooks (the embedded backend feeds its replica through it).
 	Hook() redis.Hook
@@ -88,7 +97,8 @@ type Options struct {
 var ErrSingleNode = errors.New("redisenv: the backend has a single lock node")
 
 // Open starts the backend named by name with the topology o asks for: "" or "embedded"
-// (in-process miniredis), "server" (redis-server processes from PATH), "container" (redis-server
+// (in-process miniredis), "server" (redis-server processes from PATH), "sentinel" (the same,
+// each lock node watched by three Redis Sentinels, which fail it over), "container" (redis-server
 // containers from $LAB_REDIS_IMAGE on a Docker daemon), or a "redis://host:port[/db]" /
 // "rediss://…" URL of an existing server (one node: asking it for more is ErrSingleNode).
 func Open(name string, o Options) (Env, error) {
@@ -101,6 +111,8 @@ func Open(name string, o Options) (Env, error) {
 		return NewEmbeddedNodes(n)
 	case name == "server":
 		return NewServerNodes(n)
+	case name == "sentinel":
+		return NewSentinelNodes(n)
 	case name == "container":
 		return NewContainerNodes(n)
 	}
@@ -112,7 +124,7 @@ func Open(name string, o Options) (Env, error) {
 // for a URL (one server) asked for more lock nodes than one.
 func CheckName(name string, o Options) error {
 	switch {
-	case name == "" || name == "embedded" || name == "server" || name == "container":
+	case name == "" || name == "embedded" || name == "server" || name == "sentinel" || name == "container":
 		return nil
 	case strings.HasPrefix(name, "redis://") || strings.HasPrefix(name, "rediss://"):
 		if _, _, err := parseURL(name); err != nil {
@@ -123,7 +135,7 @@ func CheckName(name string, o Options) error {
 		}
 		return nil
 	}
-	return nameError(fmt.Sprintf("unknown backend %q (want embedded, server, container or redis://host:port[/db])", name))
+	return nameError(fmt.Sprintf("unknown backend %q (want embedded, server, sentinel, container or redis://host:port[/db])", name))
 }
 
 // ErrBadName is what Open wraps when the backend's name itself is wrong (an unknown backend, a

@@ -24,10 +24,20 @@ type launcher interface {
 	close()
 }
 
-// fleet is the topology the server and container backends share, on the redis-servers a launcher
-// starts: n lock nodes, each a primary with its replica (a replNode), and an inventory node that
-// never fails over. It starts them all at once and links the nodes in parallel, so a quorum costs
-// about what one node does.
+// watchman watches a fleet's lock nodes besides the lab: the sentinel backend's Sentinels.
+type watchman interface {
+	// watch starts what watches nd, once its replica is linked, and returns once nd is watched,
+	// with every process it started, for the fleet to remove. On an error it leaves nothing
+	// running. It may set nd's fields: nd is not shared yet. life ends when the fleet's Close
+	// begins: a wait of nd's on its watchers (a failover) gives up then.
+	watch(ctx, life context.Context, nd *replNode) ([]redisServer, error)
+}
+
+// fleet is the topology the server, sentinel and container backends share, on the redis-servers a
+// launcher starts: n lock nodes, each a primary with its replica (a replNode), and an inventory
+// node that never fails over; on the sentinel backend, Sentinels (a watchman) watch each node.
+// It starts them all at once and links the nodes in parallel, so a quorum costs about what one
+// node does.
 //
 // Hazard: the servers outlive a program that exits without Close; a program that handles SIGINT
 // must call CloseAll, after which no fleet starts (the program is taken to be exiting).
@@ -35,6 +45,7 @@ type fleet struct {
 	backend string
 	prefix  string
 	l       launcher
+	w       watchman // nil: the lab alone fails a node over
 
 	ctx    context.Context // cancelled when Close begins: a start in progress stops waiting
 	cancel context.CancelFunc
@@ -54,10 +65,10 @@ type fleet struct {
 var errExiting = errors.New("redisenv: CloseAll has run (the program is exiting): no backend starts")
 
 // openFleet starts n lock nodes and an inventory node through l, for a run whose keys live under
-// prefix. It registers the fleet for
+// prefix, and has w (if not nil) watch each node. It registers the fleet for
 // CloseAll before the first server exists: a CloseAll meanwhile waits for the start and removes
 // whatever it made.
-func openFleet(backend, prefix string, l launcher, n int) (*fleet, error) {
+func openFleet(backend, prefix string, l launcher, n int, w watchman) (*fleet, error) {
 	gen := closeAllGen()
 	if gen > 0 && !reopenAfterCloseAll.Load() {
 		// A server started now might outlive the program (a container the daemon finishes
@@ -65,7 +76,7 @@ func openFleet(backend, prefix string, l launcher, n int) (*fleet, error) {
 		l.close()
 		return nil, errExiting
 	}
-	f := &fleet{backend: backend, prefix: prefix, l: l}
+	f := &fleet{backend: backend, prefix: prefix, l: l, w: w}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.starting.Add(1)
 	if !registerSince(f, gen) {
@@ -83,8 +94,8 @@ func openFleet(backend, prefix string, l launcher, n int) (*fleet, error) {
 	return f, nil
 }
 
-// start starts every server in parallel, then links each node's replica to its primary, the
-// nodes in parallel.
+// start starts every server in parallel, then links each node's replica to its primary and has
+// the watchman watch it, the nodes in parallel.
 func (f *fleet) start(n int) error {
 	roles := []string{"inventory"}
 	for i := range n {
@@ -124,10 +135,16 @@ func (f *fleet) start(n int) error {
 			host, err := f.l.proxyHost(ctx, replica)
 			var nd *replNode
 			if err == nil {
-				nd, err = newReplNode(ctx, nodeName(i, n), f.prefix, primary, replica, host)
+				// A watched replica is not told that its link is held (see replProxy.stall).
+				nd, err = newReplNode(ctx, nodeName(i, n), f.prefix, primary, replica, host, f.w != nil)
+			}
+			var watchers []redisServer
+			if err == nil && f.w != nil {
+				watchers, err = f.w.watch(ctx, f.ctx, nd)
 			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
+			f.all = append(f.all, watchers...)
 			f.nodes[i], errs[i] = nd, err
 		})
 	}
@@ -157,7 +174,7 @@ func firstError(errs []error) error {
 	return nil
 }
 
-// Backend names the backend ("server" or "container").
+// Backend names the backend ("server", "sentinel" or "container").
 func (f *fleet) Backend() string { return f.backend }
 
 // Prefix returns the run's key prefix.
@@ -225,12 +242,13 @@ func (f *fleet) Close() error {
 	return f.closeErr
 }
 
-// Strangers lists, for the server backend, the clients of the nodes and the inventory whose
-// connections nobody claimed and that have sent a command (CLIENT LIST: each client's address
-// and last command, matched against the claimed local addresses). A container's clients reach it
-// through Docker's NAT, under addresses the lab cannot match: there it says nothing.
+// Strangers lists, for the server and sentinel backends, the clients of the nodes and the
+// inventory whose connections nobody claimed and that have sent a command (CLIENT LIST: each
+// client's address and last command, matched against the claimed local addresses). The
+// Sentinels' own connections are known by their user (sentinelUser). A container's clients reach
+// it through Docker's NAT, under addresses the lab cannot match: there it says nothing.
 func (f *fleet) Strangers(ctx context.Context) []string {
-	if f.backend != "server" {
+	if f.backend != "server" && f.backend != "sentinel" {
 		return nil
 	}
 	var out []string
@@ -247,7 +265,10 @@ func (f *fleet) Strangers(ctx context.Context) []string {
 				k, v, _ := strings.Cut(kv, "=")
 				fields[k] = v
 			}
-			if _, ours := claimedAddrs.Load(fields["addr"]); ours || strings.ContainsAny(fields["flags"], "SM") {
+			if claimedAddr(fields["addr"]) || strings.ContainsAny(fields["flags"], "SM") {
+				continue
+			}
+			if f.w != nil && fields["user"] == sentinelUser {
 				continue
 			}
 			switch fields["cmd"] {

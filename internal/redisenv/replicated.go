@@ -70,12 +70,19 @@ const startTimeout = 10 * time.Second
 // bytes waiting in its socket buffer when it resumes), and its cut point is one lock in this
 // process.
 //
-// Hazard: the node does not own its redis-servers; the fleet that started them removes them.
+// On the sentinel backend, Sentinels (sent) watch the node: they, not the lab, promote the
+// replica once Failover has killed the primary, and buyers' clients (NewClient) ask them where
+// the primary is.
+//
+// Hazard: the node does not own its redis-servers (nor its Sentinels); the fleet that started
+// them removes them.
 type replNode struct {
 	name   string
 	prefix string
 	host   string        // where the proxy listens: this host as the replica reaches it
+	stall  bool          // a held link stays open (see replProxy.stall)
 	admin  *redis.Client // uncounted, follows the primary
+	sent   *sentinels    // the node's Sentinels; nil but on the sentinel backend (set before the node is shared)
 
 	mu       sync.Mutex // guards the fields below; Failover and Restart hold it, so dials wait for the node to be back
 	primary  redisServer
@@ -87,10 +94,11 @@ type replNode struct {
 }
 
 // newReplNode makes primary and replica one lock node: it points the replica at the primary
-// through a proxy listening on host and waits until the replica receives the primary's writes.
-// On an error it closes what it opened; the servers are the caller's.
-func newReplNode(ctx context.Context, name, prefix string, primary, replica redisServer, host string) (*replNode, error) {
-	n := &replNode{name: name, prefix: prefix, host: host, primary: primary, replica: replica}
+// through a proxy listening on host (one that keeps a held link open, if stall) and waits until
+// the replica receives the primary's writes. On an error it closes what it opened; the servers
+// are the caller's.
+func newReplNode(ctx context.Context, name, prefix string, primary, replica redisServer, host string, stall bool) (*replNode, error) {
+	n := &replNode{name: name, prefix: prefix, host: host, stall: stall, primary: primary, replica: replica}
 	n.admin = redis.NewClient(claiming(n.Options()))
 	n.repl = redis.NewClient(claiming(&redis.Options{Addr: replica.addr(), PoolSize: 2, MaxRetries: -1}))
 	n.mu.Lock()
@@ -107,7 +115,7 @@ func newReplNode(ctx context.Context, name, prefix string, primary, replica redi
 // waits until the replica receives the primary's writes. The caller holds mu.
 func (n *replNode) link(ctx context.Context) error {
 	if n.proxy == nil {
-		p, err := newReplProxy(n.host, n.primary.addr())
+		p, err := newReplProxy(n.host, n.primary.addr(), n.stall)
 		if err != nil {
 			return err
 		}
@@ -147,6 +155,15 @@ func (n *replNode) Name() string { return n.name }
 // until the node is back.
 func (n *replNode) Options() *redis.Options { return followPrimary(n.primaryAddr) }
 
+// NewClient is, on the sentinel backend, a failover client that asks the node's Sentinels where
+// the primary is and follows their switch; a client of Options on the others.
+func (n *replNode) NewClient() *redis.Client {
+	if n.sent != nil {
+		return n.sent.newClient()
+	}
+	return redis.NewClient(n.Options())
+}
+
 // Hook is nil: the replica replicates by itself.
 func (n *replNode) Hook() redis.Hook { return nil }
 
@@ -159,8 +176,14 @@ func (n *replNode) CanFailover() bool { return true }
 // CanRestart is true: the lab started this node.
 func (n *replNode) CanRestart() bool { return true }
 
-// Outage is the primary's: failover and restart both wait for its kill or restart.
-func (n *replNode) Outage() time.Duration { return n.primary.outage() }
+// Outage is the primary's (failover and restart both wait for its kill or restart), or, where
+// Sentinels watch the node, the longest their election was measured to take (sentinelOutage).
+func (n *replNode) Outage() time.Duration {
+	if n.sent != nil {
+		return max(sentinelOutage, n.primary.outage())
+	}
+	return n.primary.outage()
+}
 
 // Lacks asks the current primary (COMMAND INFO, INFO server).
 func (n *replNode) Lacks(ctx context.Context, cmds []string) ([]string, string, error) {
@@ -180,7 +203,11 @@ func (n *replNode) Watch(prefix, except string) (Watcher, error) {
 
 // HoldReplication waits (up to a second) until the replica has applied every write the primary
 // has answered, then cuts the replication link at the proxy: no byte the primary sends after that
-// reaches the replica, and the replica cannot relink until Failover promotes it.
+// reaches the replica, and the replica cannot relink until Failover promotes it. Where Sentinels
+// watch the node, the replica is not told (see replProxy.stall): its link stays open and silent
+// until the primary dies or its repl-timeout (60 s) passes. Hazard: Sentinel promotes no replica
+// whose link has been down for more than 10 × down-after-milliseconds before the primary's
+// death; a failover more than that after a hold closed by repl-timeout fails.
 func (n *replNode) HoldReplication() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -194,8 +221,10 @@ func (n *replNode) HoldReplication() {
 }
 
 // Failover SIGKILLs the primary, promotes the replica with REPLICAOF NO ONE and waits until it
-// accepts a write. Clients' broken connections redial the promoted replica. The killed server
-// stays (dead) until the fleet removes it.
+// accepts a write. Clients' broken connections redial the promoted replica. Where Sentinels watch
+// the node, the lab sends no REPLICAOF: it waits for their own election and promotion, until
+// every one of them names the replica as the primary (sentinels.awaitPromotion), and their
+// failover clients find it there. The killed server stays (dead) until the fleet removes it.
 func (n *replNode) Failover(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -210,7 +239,11 @@ func (n *replNode) Failover(ctx context.Context) error {
 		return err
 	}
 	n.proxy.close()
-	if err := n.repl.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+	if n.sent != nil {
+		if err := n.sent.awaitPromotion(ctx, n.replica); err != nil {
+			return err
+		}
+	} else if err := n.repl.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
 		return fmt.Errorf("redisenv: REPLICAOF NO ONE on %s's replica: %w", n.name, err)
 	}
 	probe := n.prefix + "failover:probe"
@@ -236,7 +269,10 @@ func (n *replNode) Failover(ctx context.Context) error {
 // replica relink at once (REPLICAOF NO ONE, then REPLICAOF the proxy) instead of at its next
 // once-a-second attempt, and returns once it receives the primary's writes again. A held link
 // stays held, as a partition outlives a restart: the replica is emptied all the same (FLUSHALL),
-// and hears nothing more until Failover. Hazard: until Restart returns, a dial of the node waits.
+// and hears nothing more until Failover. Where Sentinels watch the node, Restart returns once
+// every one of them is linked to the restarted primary again (sentinels.awaitSeen): a Sentinel
+// that failed the node over meanwhile makes it fail. Hazard: until Restart returns, a dial of the
+// node waits.
 func (n *replNode) Restart(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -245,6 +281,17 @@ func (n *replNode) Restart(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
+	if err := n.restart(ctx); err != nil {
+		return err
+	}
+	if n.sent != nil {
+		return n.sent.awaitSeen(ctx, n.primary.addr())
+	}
+	return nil
+}
+
+// restart is Restart less the Sentinels; the caller holds mu.
+func (n *replNode) restart(ctx context.Context) error {
 	if err := n.primary.restart(ctx); err != nil {
 		return fmt.Errorf("redisenv: restarting %s's primary: %w", n.name, err)
 	}
@@ -279,6 +326,9 @@ func (n *replNode) close() {
 	n.repl.Close()
 	if proxy != nil {
 		proxy.close()
+	}
+	if n.sent != nil {
+		n.sent.close()
 	}
 }
 
@@ -348,9 +398,16 @@ func awaitCatchUp(ctx context.Context, primary string, repl *redis.Client) {
 // replProxy forwards the replica's replication connection to the primary. hold cuts it: bytes
 // from the primary are written to the replica only while not held, under the same lock hold
 // takes, so nothing passes once hold has returned.
+//
+// A stalling proxy (stall) keeps a held connection open and drops what the primary sends, as a
+// partition the replica has not noticed yet: the replica reports its link up until the primary
+// dies (the proxy then closes it) or its repl-timeout passes. Sentinel needs that: it promotes
+// no replica whose link has been down for more than 10 × down-after-milliseconds, and a link
+// closed at the hold would count from the hold.
 type replProxy struct {
 	ln     net.Listener
 	target string
+	stall  bool
 	wg     sync.WaitGroup
 
 	mu     sync.Mutex
@@ -359,13 +416,14 @@ type replProxy struct {
 	conns  map[net.Conn]struct{}
 }
 
-// newReplProxy listens on a free port of host and forwards each connection to target.
-func newReplProxy(host, target string) (*replProxy, error) {
+// newReplProxy listens on a free port of host and forwards each connection to target; a held
+// connection stays open if stall.
+func newReplProxy(host, target string, stall bool) (*replProxy, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("redisenv: the replication proxy cannot listen on %s: %w", host, err)
 	}
-	p := &replProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &replProxy{ln: ln, target: target, stall: stall, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -409,7 +467,8 @@ func (p *replProxy) accept() {
 	}
 }
 
-// toReplica copies the primary's stream to the replica while the link is not held.
+// toReplica copies the primary's stream to the replica while the link is not held; once held,
+// a stalling proxy reads on and drops it until the primary's end closes.
 func (p *replProxy) toReplica(up, down net.Conn) {
 	defer p.wg.Done()
 	defer p.forget(up, down)
@@ -420,9 +479,16 @@ func (p *replProxy) toReplica(up, down net.Conn) {
 		n, err := up.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			if p.held || p.closed {
+			if p.closed || (p.held && !p.stall) {
 				p.mu.Unlock()
 				return
+			}
+			if p.held {
+				p.mu.Unlock()
+				if err != nil {
+					return
+				}
+				continue
 			}
 			down.SetWriteDeadline(time.Now().Add(5 * time.Second))
 			_, werr := down.Write(buf[:n])
@@ -452,18 +518,25 @@ func (p *replProxy) isHeld() bool {
 	return p.held
 }
 
-// hold cuts every link and refuses new ones.
+// hold cuts every link (a stalling proxy keeps them open, silent) and refuses new ones.
 func (p *replProxy) hold() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.held = true
+	if !p.stall {
+		p.closeConns()
+	}
+}
+
+// closeConns closes every link; the caller holds mu.
+func (p *replProxy) closeConns() {
 	for c := range p.conns {
 		c.Close()
 	}
 	clear(p.conns)
 }
 
-// close stops the proxy and waits for its goroutines.
+// close stops the proxy, closes every link and waits for its goroutines.
 func (p *replProxy) close() {
 	p.mu.Lock()
 	if p.closed {
@@ -471,8 +544,9 @@ func (p *replProxy) close() {
 		return
 	}
 	p.closed = true
+	p.held = true
+	p.closeConns()
 	p.mu.Unlock()
-	p.hold()
 	p.ln.Close()
 	p.wg.Wait()
 }

@@ -14,10 +14,10 @@ import (
 // The checks below are the promises of a lock node of the server and container backends (one
 // replicated-node type on both); each backend's tests run them on its own servers.
 
-// nodeClient is a client of node as the arena makes one: its Options, and its Hook if any.
+// nodeClient is a client of node as the arena makes one: NewClient, and its Hook if any.
 func nodeClient(t *testing.T, node redisenv.Node) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(node.Options())
+	c := node.NewClient()
 	if h := node.Hook(); h != nil {
 		c.AddHook(h)
 	}

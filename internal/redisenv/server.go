@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,7 +39,7 @@ func NewServerNodes(n int) (*Server, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, ErrNoRedisServer
 	}
-	f, err := openFleet("server", newPrefix(), procLauncher{}, n)
+	f, err := openFleet("server", newPrefix(), procLauncher{}, n, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -46,9 +47,15 @@ func NewServerNodes(n int) (*Server, error) {
 }
 
 // Pids returns the process ids of every redis-server the Server runs now.
-func (s *Server) Pids() []int {
+func (s *Server) Pids() []int { return s.pids() }
+
+// Dirs returns the temp dirs of the Server's processes, killed ones included.
+func (s *Server) Dirs() []string { return s.dirs() }
+
+// pids returns the process ids of every process of a fleet of procs that runs now.
+func (f *fleet) pids() []int {
 	var pids []int
-	for _, rs := range s.servers() {
+	for _, rs := range f.servers() {
 		if pid, ok := rs.(*proc).running(); ok {
 			pids = append(pids, pid)
 		}
@@ -56,24 +63,25 @@ func (s *Server) Pids() []int {
 	return pids
 }
 
-// Dirs returns the temp dirs of the Server's processes, killed ones included.
-func (s *Server) Dirs() []string {
+// dirs returns the temp dirs of a fleet of procs, killed ones included.
+func (f *fleet) dirs() []string {
 	var dirs []string
-	for _, rs := range s.servers() {
+	for _, rs := range f.servers() {
 		dirs = append(dirs, rs.(*proc).dir)
 	}
 	return dirs
 }
 
-// procLauncher starts redis-server processes on free loopback ports.
-type procLauncher struct{}
+// procLauncher starts redis-server processes on free loopback ports, each with extra after the
+// flags every server runs with (redisArgs).
+type procLauncher struct{ extra []string }
 
 // start starts one redis-server on a free loopback port, retrying on a fresh port if another
 // program took the one it was given.
-func (procLauncher) start(ctx context.Context, role string) (redisServer, error) {
+func (l procLauncher) start(ctx context.Context, role string) (redisServer, error) {
 	var last error
 	for range 5 {
-		p, err := startProc(ctx, role)
+		p, err := startProc(ctx, role, l.extra)
 		if err == nil {
 			return p, nil
 		}
@@ -90,30 +98,39 @@ func (procLauncher) proxyHost(context.Context, redisServer) (string, error) { re
 
 func (procLauncher) close() {}
 
-// proc is one redis-server process with its own temp dir. A restart starts a new process on the
-// same port and dir.
+// proc is one redis-server process with its own temp dir: a server, or a Sentinel (conf). A
+// restart starts a new process on the same port and dir.
 type proc struct {
 	name    string
 	address string
 	port    int
 	dir     string
 	out     *tail
+	extra   []string             // a server's flags after redisArgs
+	conf    func(p *proc) string // a Sentinel's config file, written into dir at each launch; nil for a server
 
 	mu     sync.Mutex // guards cmd and exited, which a restart replaces
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the process has exited and been reaped
 }
 
-func startProc(ctx context.Context, role string) (*proc, error) {
+// startProc starts a redis-server with extra after redisArgs on a free loopback port.
+func startProc(ctx context.Context, role string, extra []string) (*proc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("redisenv: finding a free port for the %s: %w", role, err)
 	}
-	dir, err := os.MkdirTemp("", "lockstep-redis-"+strings.ReplaceAll(role, " ", "-")+"-")
+	return runProc(ctx, &proc{name: role, port: port, extra: extra})
+}
+
+// runProc gives p (its name, port, and extra or conf set) a temp dir of its own and launches it.
+// On an error it leaves nothing behind.
+func runProc(ctx context.Context, p *proc) (*proc, error) {
+	dir, err := os.MkdirTemp("", "lockstep-redis-"+strings.ReplaceAll(p.name, " ", "-")+"-")
 	if err != nil {
 		return nil, fmt.Errorf("redisenv: %w", err)
 	}
-	p := &proc{name: role, address: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port: port, dir: dir, out: &tail{}}
+	p.address, p.dir, p.out = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)), dir, &tail{}
 	if err := p.launch(ctx); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -130,6 +147,15 @@ func (p *proc) launch(ctx context.Context) error {
 		"--dir", p.dir,
 		"--logfile", "",
 	}, redisArgs()...)
+	args = append(args, p.extra...)
+	if p.conf != nil {
+		// A Sentinel reads its config from a file, and rewrites it as its view changes.
+		path := filepath.Join(p.dir, "sentinel.conf")
+		if err := os.WriteFile(path, []byte(p.conf(p)), 0o600); err != nil {
+			return fmt.Errorf("redisenv: writing the %s's config: %w", p.name, err)
+		}
+		args = []string{path, "--sentinel"}
+	}
 	cmd := exec.Command("redis-server", args...)
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = sysProcAttr()

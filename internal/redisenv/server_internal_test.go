@@ -75,3 +75,29 @@ func strangeRedis(c net.Conn) {
 		}
 	}
 }
+
+// TestClaimForgetsClosed: a claimed connection's local address is the lab's while it is open, and
+// no longer once it is closed: the next connection on that port may be a stranger's.
+func TestClaimForgetsClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := c.LocalAddr().String()
+	if claimedAddr(addr) {
+		t.Fatal("an unclaimed connection is taken for the lab's")
+	}
+	Claim(c)
+	if !claimedAddr(addr) {
+		t.Error("a claimed open connection is not the lab's")
+	}
+	c.Close()
+	if claimedAddr(addr) {
+		t.Error("a claimed connection, closed, is still the lab's")
+	}
+}

@@ -24,6 +24,7 @@ type URL struct {
 	shown   string // the URL without its password, for messages
 	opts    *redis.Options
 	admin   *redis.Client
+	guard   *guard // every buyer's client's hook: the run touches its own keys only
 	cleaned sync.Once
 	err     error
 }
@@ -69,6 +70,17 @@ func NewURL(raw string) (*URL, error) {
 		u.admin.Close()
 		return nil, fmt.Errorf("redisenv: cannot reach %s: %v", shown, oneLine(err))
 	}
+	// The guard finds each command's keys where the server does: in its own command table.
+	o := u.options()
+	o.Protocol = 2 // COMMAND's key specifications as flat lists
+	lister := redis.NewClient(o)
+	cmds, err := readCommands(ctx, lister)
+	lister.Close()
+	if err != nil {
+		u.admin.Close()
+		return nil, fmt.Errorf("redisenv: %s does not list its commands (COMMAND), which the lab needs to keep a run to its own keys: %v", shown, oneLine(err))
+	}
+	u.guard = newGuard(u.prefix, opts.DB, cmds)
 	register(u)
 	return u, nil
 }
@@ -102,17 +114,26 @@ func (u *URL) Nodes() []Node { return []Node{urlNode{u}} }
 // urlNode is the URL's server as a lock node.
 type urlNode struct{ u *URL }
 
-func (n urlNode) Name() string            { return "lock" }
-func (n urlNode) Options() *redis.Options { return n.u.options() }
-func (n urlNode) Hook() redis.Hook        { return nil }
-func (n urlNode) Admin() *redis.Client    { return n.u.admin }
-func (n urlNode) CanFailover() bool       { return false }
-func (n urlNode) CanRestart() bool        { return false }
-func (n urlNode) Outage() time.Duration   { return 0 }
-func (n urlNode) HoldReplication()        {}
+func (n urlNode) Name() string             { return "lock" }
+func (n urlNode) Options() *redis.Options  { return n.u.options() }
+func (n urlNode) NewClient() *redis.Client { return redis.NewClient(n.Options()) }
+func (n urlNode) Admin() *redis.Client     { return n.u.admin }
+func (n urlNode) CanFailover() bool        { return false }
+func (n urlNode) CanRestart() bool         { return false }
+func (n urlNode) Outage() time.Duration    { return 0 }
+func (n urlNode) HoldReplication()         {}
 func (n urlNode) Failover(ctx context.Context) error {
 	return errors.New("redisenv: the url backend is a single existing server; it cannot fail over")
 }
+
+// Hook is the guard (see guard): a buyer's command that would read or write a key outside the
+// run's prefix, or act beyond the keys it names (FLUSHDB, KEYS *, CONFIG…), is refused with a
+// Refusal and never sent. Hazard: it guards only the clients it is added to; a Locker's own
+// client bypasses it.
+func (n urlNode) Hook() redis.Hook { return n.u.guard }
+
+// Refusals is every command the guard has refused so far, in order (see Hook).
+func (u *URL) Refusals() []Refusal { return u.guard.refusals() }
 
 // Restart refuses: restarting a server the lab does not own is not the lab's to do.
 func (n urlNode) Restart(context.Context) error {

@@ -93,6 +93,11 @@ func (w *frozenWatcher) Observe(ctx context.Context, send func()) (Change, error
 	return ch, nil
 }
 
+// ObserveAll implements AllWatcher: Observe already reads every key after the command.
+func (w *frozenWatcher) ObserveAll(ctx context.Context, send func()) (Change, error) {
+	return w.Observe(ctx, send)
+}
+
 // Peek implements Watcher.
 func (w *frozenWatcher) Peek(ctx context.Context, key string) (Value, time.Duration, error) {
 	w.mu.Lock()

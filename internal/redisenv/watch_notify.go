@@ -198,6 +198,18 @@ func (w *notifyWatcher) barrier(ctx context.Context) ([]event, []Message, error)
 
 // Observe implements Watcher.
 func (w *notifyWatcher) Observe(ctx context.Context, send func()) (Change, error) {
+	return w.observe(ctx, send, false)
+}
+
+// ObserveAll implements AllWatcher: after the command, every key under the prefix is read (SCAN,
+// then DUMP and PTTL), and each one whose value or lease moved is the command's, with the ones its
+// events name.
+func (w *notifyWatcher) ObserveAll(ctx context.Context, send func()) (Change, error) {
+	return w.observe(ctx, send, true)
+}
+
+// observe is Observe, reading every key after the command if all.
+func (w *notifyWatcher) observe(ctx context.Context, send func(), all bool) (Change, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pre, _, err := w.barrier(ctx)
@@ -260,6 +272,23 @@ func (w *notifyWatcher) Observe(ctx context.Context, send func()) (Change, error
 	}
 	touched = dedupe(touched)
 	after := maps.Clone(cur)
+	if all {
+		fresh, now, err := readPrefix(ctx, w.admin, w.prefix)
+		if err != nil {
+			w.last = cur
+			return ch, err
+		}
+		after = without(fresh, w.except)
+		for _, k := range diff(cur, after) {
+			touched = append(touched, k.Key)
+		}
+		for _, k := range dedupe(touched) {
+			ch.Keys = append(ch.Keys, KeyChange{Key: k, Before: cur[k].v, After: after[k].v})
+		}
+		ch.Keys = withTTL(ch.Keys, after, now)
+		w.last = after
+		return ch, nil
+	}
 	if len(touched) > 0 {
 		fresh, now, err := w.read(ctx, touched)
 		if err != nil {

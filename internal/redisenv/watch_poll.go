@@ -74,6 +74,11 @@ func (w *pollWatcher) Observe(ctx context.Context, send func()) (Change, error) 
 	return ch, nil
 }
 
+// ObserveAll implements AllWatcher: Observe already reads every key after the command.
+func (w *pollWatcher) ObserveAll(ctx context.Context, send func()) (Change, error) {
+	return w.Observe(ctx, send)
+}
+
 // Peek implements Watcher.
 func (w *pollWatcher) Peek(ctx context.Context, key string) (Value, time.Duration, error) {
 	w.mu.Lock()
