@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +18,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
+	"github.com/redis/go-redis/v9"
 )
 
 // learnerFolder makes an empty folder inside the module, beside the steps, as a learner would,
@@ -331,5 +334,51 @@ func TestGradeNamesWhatHangs(t *testing.T) {
 				t.Errorf("a stack trace reached the learner:\n%s\n%s", out, errs)
 			}
 		})
+	}
+}
+
+// TestGradeFlushDBOnAURLServer: a lock released with FLUSHDB, graded on a URL server that holds
+// someone else's keys (with the server's default configuration), leaves those keys byte-identical:
+// the guard refuses the command before it leaves, and the grade names it and gives no verdict
+// where it struck. On the lab's own backend the same lock is judged: its FLUSHDB deletes whatever
+// lock another buyer held (foreign-release under slow).
+func TestGradeFlushDBOnAURLServer(t *testing.T) {
+	t.Parallel() // grade builds and runs a binary of its own
+	srv := needRedisServer(t)
+	addr := srv.InventoryOptions().Addr
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	if err := c.ConfigSet(ctx, "notify-keyspace-events", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := c.Pipeline()
+	p.Set(ctx, "user:1", "alice", 0)
+	p.HSet(ctx, "cart:9", "sku", "1001", "qty", "2")
+	p.RPush(ctx, "queue:mail", "a", "b", "c")
+	p.SAdd(ctx, "tags", "x", "y")
+	p.Set(ctx, "session:abc", "token", time.Hour)
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dump := func() map[string]string {
+		out := map[string]string{}
+		for _, k := range []string{"user:1", "cart:9", "queue:mail", "tags", "session:abc"} {
+			out[k] = c.Dump(ctx, k).Val()
+		}
+		return out
+	}
+	before := dump()
+	dir := copyLearner(t, "flushdb_release")
+	code, out, errs := grade(t, "-redis", "redis://"+addr+"/0", dir)
+	if after := dump(); !maps.Equal(before, after) {
+		t.Errorf("the user's keys changed under the grade: before %v, after %v", before, after)
+	}
+	if code != 1 || !strings.Contains(out, "refused FLUSHDB") {
+		t.Errorf("exit %d; the grade should name the refused FLUSHDB:\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = grade(t, dir)
+	if code != 1 || !regexpLine(out, `^  slow +.*foreign-release`) {
+		t.Errorf("exit %d; on the embedded backend its FLUSHDB should be judged a foreign release under slow:\n%s\n%s", code, out, errs)
 	}
 }

@@ -65,9 +65,13 @@ func mayDelete(cmd redis.Cmder, key string) bool {
 	return deleting(cmd)
 }
 
-// namesAny reports whether any of cmds names one of keys (without the prefix).
+// namesAny reports whether any of cmds names one of keys (without the prefix), or may change keys
+// it does not name (a script, FLUSHDB: keyless) while there are keys: what may touch them.
 func namesAny(cmds []redis.Cmder, prefix string, keys []string) bool {
 	for _, c := range cmds {
+		if keyless[c.Name()] && len(keys) > 0 {
+			return true
+		}
 		for _, k := range keys {
 			if touches(c, prefix+k) {
 				return true

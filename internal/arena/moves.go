@@ -255,7 +255,7 @@ func (b *Actor) LoseLockReply() Wait {
 }
 
 // SecondRequest starts, once the buyer's order under way is inside the critical section or at its
-// work (at once if it is), a second order on the same process with the same Locker, as a second request
+// work (at once if it is; once its next order is, if this one has written already), a second order on the same process with the same Locker, as a second request
 // on one server: the first stays inside until the second has met the lock, and the second until
 // the first is done (each at most 2 × TTL).
 func (b *Actor) SecondRequest() {
@@ -263,12 +263,10 @@ func (b *Actor) SecondRequest() {
 	m := s.newMove(FaultSecond, func(m *move) {
 		s.a.nowhere("the second request never started: buyer %d's order never got in nor returned", b.N)
 	})
-	s.a.mu.Lock()
-	k := b.p.orders
-	if len(b.p.current) == 0 {
-		k++ // the next order
+	k := b.current()
+	if s.sig.has(sigKey{buyer: b.N, order: k, kind: sigWrote}) || s.sig.has(sigKey{buyer: b.N, order: k, kind: sigDone}) {
+		k++ // that order is past its critical section: the second request meets its next one
 	}
-	s.a.mu.Unlock()
 	first := k
 	// The first stays until the second has met the lock, or is under way (an order that takes no
 	// lock meets none).

@@ -2,6 +2,7 @@ package arena
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -63,7 +64,18 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	defer a.prio.after(p, c)
 	a.holdBeforeLockWrite(e, p, c, cmds)
 	var err error
-	ch, werr := e.w.Observe(context.WithoutCancel(ctx), func() { err = send() })
+	observe := e.w.Observe
+	if changesUnnamed(cmds) {
+		observe = e.w.ObserveAll
+	}
+	ch, werr := observe(context.WithoutCancel(ctx), func() { err = send() })
+	var refused *redisenv.Refusal
+	if errors.As(err, &refused) {
+		// The URL backend's guard kept it from the user's server: nothing was sent, and the
+		// run has no verdict, for what the lock would have done is not what it did.
+		a.recordNow(history.Record{Kind: history.RecBlind, Kinds: steps.Kinds,
+			What: fmt.Sprintf("%s lock sent a command the lab did not let reach a server it does not own: %s", p.whose(), refused.Error())})
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if werr != nil {
@@ -99,6 +111,26 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	}
 	a.record(rec)
 	return len(ch.Keys) > 0, err
+}
+
+// changesUnnamed reports whether cmds may change keys they do not name, so the watcher must read
+// every key after them: FLUSHDB and its kin (redisenv.ChangesUnnamed), or a script whose body
+// calls one. Hazard: a script sent by its digest (EVALSHA) is judged by its name alone.
+func changesUnnamed(cmds []redis.Cmder) bool {
+	for _, c := range payload(cmds) {
+		if redisenv.ChangesUnnamed(c.Name()) {
+			return true
+		}
+		if args := c.Args(); c.Name() == "eval" && len(args) > 1 {
+			body := strings.ToLower(fmt.Sprint(args[1]))
+			for _, n := range []string{"flushdb", "flushall", "swapdb"} {
+				if strings.Contains(body, n) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // holdBeforeLockWrite holds e's replication back now if a failover armed it for this command: one
@@ -258,6 +290,9 @@ type blindWatcher struct{ err error }
 func (w blindWatcher) Observe(ctx context.Context, send func()) (redisenv.Change, error) {
 	send()
 	return redisenv.Change{}, w.err
+}
+func (w blindWatcher) ObserveAll(ctx context.Context, send func()) (redisenv.Change, error) {
+	return w.Observe(ctx, send)
 }
 func (w blindWatcher) Peek(context.Context, string) (redisenv.Value, time.Duration, error) {
 	return redisenv.Value{}, 0, w.err

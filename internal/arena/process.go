@@ -81,6 +81,14 @@ func newProcess(a *Arena, n int) *process {
 	return p
 }
 
+// whose names the process's own in a sentence: "buyer 3's", "the end-of-run probe's".
+func (p *process) whose() string {
+	if p.n == 0 {
+		return "the end-of-run probe's"
+	}
+	return fmt.Sprintf("buyer %d's", p.n)
+}
+
 // now is Proc.Now: the process's wall clock, skew ahead of the machine's.
 func (p *process) now() time.Time {
 	p.mu.Lock()

@@ -98,6 +98,13 @@ func (s *signals) allBut(except int, kind sig) Wait {
 	return c
 }
 
+// has reports whether signal k has been given.
+func (s *signals) has(k sigKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fired[k]
+}
+
 // fire gives signal k.
 func (s *signals) fire(k sigKey) {
 	s.mu.Lock()

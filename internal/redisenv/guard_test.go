@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
-	"github.com/lockstep-lab/lockstep/internal/sim"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 	"github.com/redis/go-redis/v9"
@@ -220,7 +221,7 @@ func TestURLGuardRefuses(t *testing.T) {
 }
 
 // TestURLGuardLetsEveryStepThrough plays every step of the catalog under every scenario through
-// sim.Run on the url backend (the guard on every buyer's lock client), with someone else's keys
+// arena.Run on the url backend (the guard on every buyer's lock client), with someone else's keys
 // on the server: the guard refuses none of their commands, and the bystanders stay as they were.
 func TestURLGuardLetsEveryStepThrough(t *testing.T) {
 	if testing.Short() {
@@ -246,7 +247,7 @@ func TestURLGuardLetsEveryStepThrough(t *testing.T) {
 			}
 			t.Run(st.Slug, func(t *testing.T) {
 				t.Parallel()
-				for _, sc := range steps.Scenarios {
+				for _, sc := range scenario.Names() {
 					if sc == steps.Failover || sc == steps.Restart {
 						continue
 					}
@@ -254,8 +255,8 @@ func TestURLGuardLetsEveryStepThrough(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					_, err = sim.Run(ctx, sim.Config{Step: st, Env: env}, sc)
-					if err != nil && !errors.Is(err, sim.ErrCannotStage) {
+					_, err = scenario.Run(ctx, arena.Config{Step: st, Env: env}, sc)
+					if err != nil && !errors.Is(err, arena.ErrCannotStage) {
 						t.Errorf("%s under %s: %v", st.Slug, sc, err)
 					}
 					for _, r := range env.(*redisenv.URL).Refusals() {

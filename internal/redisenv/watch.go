@@ -62,8 +62,7 @@ type KeyValue struct {
 
 // Watcher is the referee's eye on every key of one lock node under the run's prefix. Each call
 // is atomic with respect to the others. Hazard: exactness needs every command that touches the
-// node to pass through Observe (or AllWatcher's ObserveAll), one at a time; the arena serialises
-// them.
+// node to pass through Observe (or ObserveAll), one at a time; the arena serialises them.
 type Watcher interface {
 	// Observe runs send, which sends one command, pipeline or transaction to the node, and
 	// reports what became of the keys. An error means the watcher could not see, not that the
@@ -72,6 +71,12 @@ type Watcher interface {
 	// events) knows a key changed by the event Redis publishes for it, and Redis publishes none
 	// for what FLUSHDB, FLUSHALL or SWAPDB do: send such a command through ObserveAll.
 	Observe(ctx context.Context, send func()) (Change, error)
+	// ObserveAll is Observe for a command that may change keys it does not name (FLUSHDB,
+	// SWAPDB: see ChangesUnnamed): after send it reads every key under the prefix, so Change.Keys
+	// has every key the command changed, whether or not the node published an event for it. It
+	// costs a read of every key of the run (SCAN, then DUMP and PTTL of each) where Observe
+	// reads the keys the events name; the embedded and poll watchers read every key anyway.
+	ObserveAll(ctx context.Context, send func()) (Change, error)
 	// Peek reads one key now (its name without the prefix): its value with Text, and remaining
 	// lease (-1 when it has no expiry, 0 when the key does not exist).
 	Peek(ctx context.Context, key string) (Value, time.Duration, error)
@@ -82,23 +87,9 @@ type Watcher interface {
 	Close() error
 }
 
-// AllWatcher is a Watcher that can watch a command whose effect reaches keys it does not name.
-// Every Watcher this package returns is one. Hazard: it is an interface of its own only until
-// the arena's own Watchers (its blindWatcher) have ObserveAll; then ObserveAll belongs in
-// Watcher, beside Observe.
-type AllWatcher interface {
-	Watcher
-	// ObserveAll is Observe for a command that may change keys it does not name (FLUSHDB,
-	// SWAPDB: see ChangesUnnamed): after send it reads every key under the prefix, so Change.Keys
-	// has every key the command changed, whether or not the node published an event for it. It
-	// costs a read of every key of the run (SCAN, then DUMP and PTTL of each) where Observe
-	// reads the keys the events name; the embedded and poll watchers read every key anyway.
-	ObserveAll(ctx context.Context, send func()) (Change, error)
-}
-
 // ChangesUnnamed reports whether the command named name (any case) may change keys it does not
 // name and publishes no keyspace event for them, so a watcher must read every key after it
-// (AllWatcher.ObserveAll): FLUSHDB, FLUSHALL, SWAPDB, DEBUG (RELOAD and its kin reload the
+// (Watcher.ObserveAll): FLUSHDB, FLUSHALL, SWAPDB, DEBUG (RELOAD and its kin reload the
 // dataset), REPLICAOF and SLAVEOF (a full sync replaces it), MIGRATE. Hazard: it goes by the
 // name alone. A script (EVAL, EVALSHA, FCALL) may call FLUSHDB too, and is not listed: what
 // every other command a script calls changes is published, and reading every key after every

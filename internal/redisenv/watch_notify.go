@@ -201,7 +201,7 @@ func (w *notifyWatcher) Observe(ctx context.Context, send func()) (Change, error
 	return w.observe(ctx, send, false)
 }
 
-// ObserveAll implements AllWatcher: after the command, every key under the prefix is read (SCAN,
+// ObserveAll implements Watcher: after the command, every key under the prefix is read (SCAN,
 // then DUMP and PTTL), and each one whose value or lease moved is the command's, with the ones its
 // events name.
 func (w *notifyWatcher) ObserveAll(ctx context.Context, send func()) (Change, error) {

@@ -74,7 +74,7 @@ func (w *pollWatcher) Observe(ctx context.Context, send func()) (Change, error) 
 	return ch, nil
 }
 
-// ObserveAll implements AllWatcher: Observe already reads every key after the command.
+// ObserveAll implements Watcher: Observe already reads every key after the command.
 func (w *pollWatcher) ObserveAll(ctx context.Context, send func()) (Change, error) {
 	return w.Observe(ctx, send)
 }
