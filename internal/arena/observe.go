@@ -198,10 +198,12 @@ func (a *Arena) failover(e *nodeEye) error {
 // holds e.turn.
 func (a *Arena) nodeChange(e *nodeEye, what string, change func(context.Context) error) error {
 	ctx := context.Background()
+	began := time.Now()
 	if err := change(ctx); err != nil {
-		a.recordNow(history.Record{Kind: history.RecNode, What: what, Node: e.i, Err: err.Error()})
+		a.recordNow(history.Record{Kind: history.RecNode, What: what, Node: e.i, Err: err.Error(), D: time.Since(began)})
 		return err
 	}
+	took := time.Since(began) // Sentinel's election, a container's restart: said with the change
 	now, err := e.w.Resync(ctx)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -209,7 +211,7 @@ func (a *Arena) nodeChange(e *nodeEye, what string, change func(context.Context)
 		e.failedOver = true
 	}
 	if err != nil {
-		a.record(history.Record{Kind: history.RecNode, What: what, Node: e.i, OK: true})
+		a.record(history.Record{Kind: history.RecNode, What: what, Node: e.i, OK: true, D: took})
 		a.record(history.Record{Kind: history.RecBlind, What: "after the " + what + " the referee cannot see the lock: " + err.Error(), Kinds: []steps.Kind{steps.ForeignRelease}})
 		return nil
 	}
@@ -223,7 +225,7 @@ func (a *Arena) nodeChange(e *nodeEye, what string, change func(context.Context)
 			lost = append(lost, history.KeyChange{Key: key, Before: value, After: kv.Value.Print, TTL: kv.TTL})
 		}
 	}
-	a.record(history.Record{Kind: history.RecNode, What: what, Node: e.i, OK: true, Keys: lost})
+	a.record(history.Record{Kind: history.RecNode, What: what, Node: e.i, OK: true, Keys: lost, D: took})
 	return nil
 }
 

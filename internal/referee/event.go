@@ -40,7 +40,7 @@ const (
 	EvPartitioned EventKind = "partitioned" // Buyer's links to the lock nodes are down, at most D (Sentence: until what)
 	EvHealed      EventKind = "healed"      // Buyer's links to the lock nodes are back, after D
 	EvCrashed     EventKind = "crashed"     // Buyer's process died
-	EvFailover    EventKind = "failover"    // lock node Node's primary died; its replica is primary now (OK, Err)
+	EvFailover    EventKind = "failover"    // lock node Node's primary died; its replica is primary now (OK, Err; D: how long it took)
 	EvReentry     EventKind = "reentry"     // Buyer's nested Lock: OK, or Err says why it failed
 	EvViolation   EventKind = "violation"   // the referee found a violation (Viol, Sentence; Buyer, Other: whom it names)
 	EvRefused     EventKind = "refused"     // Buyer's Lock answered false or failed
@@ -318,7 +318,7 @@ func (e Event) Words() string {
 		if !e.OK {
 			return "the failover" + on + " failed: " + e.Err
 		}
-		return "the lock primary" + on + " died; the replica, which never saw the last lock write, is primary now"
+		return "the lock primary" + on + " died; the replica, which never saw the last lock write, is primary now" + e.took()
 	case EvRestart:
 		if !e.OK {
 			return "the restart" + on + " failed: " + e.Err
@@ -346,6 +346,15 @@ func (e Event) Words() string {
 		return fmt.Sprintf("FENCED: the inventory refused %s's stale %s (token %d)", who, what, e.Token)
 	}
 	return string(e.Kind)
+}
+
+// took is " (the failover took 4.3s: …)" where a node change took long enough for a person to
+// notice: a Sentinel's election, a container's restart.
+func (e Event) took() string {
+	if e.D < 100*time.Millisecond {
+		return ""
+	}
+	return fmt.Sprintf(" (it took %s: meanwhile the lock's clients had no primary to write to)", e.D.Round(10*time.Millisecond))
 }
 
 // due is ", due at 203 ms" for an expiry seen later than the key ran out (at the next command on

@@ -880,7 +880,7 @@ func (r *Referee) nodeChange(rec history.Record) {
 	if rec.What == history.NodeRestart {
 		kind = EvRestart
 	}
-	r.say(Event{At: rec.At, Kind: kind, Node: rec.Node, OK: rec.OK, Err: rec.Err})
+	r.say(Event{At: rec.At, Kind: kind, Node: rec.Node, OK: rec.OK, Err: rec.Err, D: rec.D})
 	if !rec.OK {
 		return
 	}
