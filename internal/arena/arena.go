@@ -199,11 +199,11 @@ func (a *Arena) addBuyer() *process {
 }
 
 // order runs one order of p through the step's handler and records it.
-func (a *Arena) order(ctx context.Context, p *process, hold Wait) error {
+func (a *Arena) order(ctx context.Context, p *process, hold Wait, atLeast time.Duration) error {
 	a.mu.Lock()
 	a.nextOrder++
 	p.orders++
-	o := &order{id: a.nextOrder, p: p, k: p.orders, hold: hold}
+	o := &order{id: a.nextOrder, p: p, k: p.orders, hold: hold, atLeast: atLeast}
 	for _, st := range p.holds {
 		if st.k == o.k {
 			o.hold = st.w

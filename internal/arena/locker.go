@@ -5,6 +5,7 @@ import (
 	"context"
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/steps"
@@ -14,9 +15,10 @@ import (
 type order struct {
 	id      int // arena-wide, from 1
 	p       *process
-	k       int  // the process's k-th order
-	faulted bool // the arena's own fault failed its work (guarded by the arena's mu)
-	hold    Wait // when not nil, the order stays inside after its work until it closes (guarded by the arena's mu)
+	k       int           // the process's k-th order
+	faulted bool          // the arena's own fault failed its work (guarded by the arena's mu)
+	hold    Wait          // when not nil, the order stays inside after its work until it closes (guarded by the arena's mu)
+	atLeast time.Duration // its work lasts at least this long
 }
 
 // callKind tells a Lock call from an Unlock call.

@@ -279,7 +279,7 @@ func (b *Actor) SecondRequest() {
 		if !m.strike(b.N, "the same process starts a second order, with the same Locker (a second request to one server)", nil, 0) {
 			return
 		}
-		b.order(ctx, b.OrderDone(first))
+		b.order(ctx, orderPlan{hold: b.OrderDone(first)})
 	})
 }
 

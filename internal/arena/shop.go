@@ -149,7 +149,7 @@ func (s *shop) Work(ctx context.Context) error {
 	p, a := s.p, s.p.a
 	a.recordNow(history.Record{Kind: history.RecOrder, What: history.OrderWork, Buyer: p.n, Order: s.o.id})
 	start := time.Now()
-	end := start.Add(a.t.Work)
+	end := start.Add(max(a.t.Work, s.o.atLeast))
 	var slowed Wait // a slow fault's counterpart: when it has acted, the work is done a beat later
 	cut := false    // a partition struck in this work: it works on until the link is back
 	for {

@@ -164,7 +164,8 @@ func (s *Stage) after(w Wait, f func()) {
 type OrderOption func(*orderPlan)
 
 type orderPlan struct {
-	hold Wait // stay inside after the work until it happens (at most holdCap)
+	hold    Wait          // stay inside after the work until it happens (at most holdCap)
+	atLeast time.Duration // work at least this long
 }
 
 // HoldUntil keeps the order inside the critical section after its work until w has happened (at
@@ -172,13 +173,18 @@ type orderPlan struct {
 // the timeline together.
 func HoldUntil(w Wait) OrderOption { return func(o *orderPlan) { o.hold = w } }
 
+// WorkAtLeast makes the order's work last at least d (at most 2 × TTL): a holder that stays
+// inside that long whatever the machine's pace, so that waiters' patience, counted in tries, is
+// spent against time the lock is surely held.
+func WorkAtLeast(d time.Duration) OrderOption { return func(o *orderPlan) { o.atLeast = d } }
+
 // Order starts one order of the buyer (at most 10 × TTL long).
 func (b *Actor) Order(opts ...OrderOption) {
 	var pl orderPlan
 	for _, o := range opts {
 		o(&pl)
 	}
-	b.s.run(b, func(ctx context.Context) { b.order(ctx, pl.hold) })
+	b.s.run(b, func(ctx context.Context) { b.order(ctx, pl) })
 }
 
 // KeepOrdering orders again and again while stock remains: after an order that did not sell, it
@@ -194,7 +200,7 @@ func (b *Actor) KeepOrdering(opts ...OrderOption) {
 			defer b.s.a.prio.close() // no more head starts once it stops ordering
 		}
 		for {
-			err := b.order(ctx, pl.hold)
+			err := b.order(ctx, pl)
 			if b.p.isDead() || ctx.Err() != nil || b.s.a.Shelf() <= 0 {
 				return
 			}
@@ -208,10 +214,10 @@ func (b *Actor) KeepOrdering(opts ...OrderOption) {
 }
 
 // order is one order of b, within 10 × TTL and the long-stop.
-func (b *Actor) order(ctx context.Context, hold Wait) error {
+func (b *Actor) order(ctx context.Context, pl orderPlan) error {
 	octx, cancel := context.WithTimeout(ctx, 10*b.s.a.t.TTL)
 	defer cancel()
-	return b.s.a.order(octx, b.p, hold)
+	return b.s.a.order(octx, b.p, pl.hold, min(pl.atLeast, b.s.a.holdCap()))
 }
 
 // run starts f as an order goroutine of b: it waits for the program's first wait (orders started

@@ -5,15 +5,19 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
-// Contention: everyone starts together; whoever gets in stays until every other buyer has got
-// in, been refused, or found the lock taken.
+// Contention: everyone starts together; whoever gets in works half a TTL (a lease's worth for no
+// lock here: each is inside under its TTL) and stays until every other buyer has got in, been
+// refused, or found the lock taken. Three sales then take at least one and a half TTLs, whatever
+// the machine's pace: a waiter whose patience is a number of short tries (the aspect's 30 of
+// TTL/100) spends it while the lock is surely held, however slow each try.
 var Contention = add(&Scenario{
 	Name: steps.Contention, Column: 1,
-	What:   "many buyers start together against small stock",
+	What:   "8 buyers start together against 3 units; each who gets in works half a TTL",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.LostSales},
 	Play: func(s *arena.Stage) {
+		T := s.Unit().TTL
 		for _, b := range s.Buyers(8) {
-			b.Order(arena.HoldUntil(s.AllSettled(b)))
+			b.Order(arena.HoldUntil(s.AllSettled(b)), arena.WorkAtLeast(T/2))
 		}
 	},
 })
