@@ -9,18 +9,18 @@ import (
 	"io"
 	"time"
 
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // History is one run as data: everything the arena observed, in the order it observed it. The
 // referee is a function of it (Judge), so a saved history is judged again to the same verdict.
 type History struct {
 	Step     string         `json:"step"`
-	Scenario steps.Scenario `json:"scenario"` // "" for a live session: every kind is judged
+	Scenario vocab.Scenario `json:"scenario"` // "" for a live session: every kind is judged
 	// What says in one sentence what the scenario does; Judged is the kinds it judges (every kind
 	// when Scenario is ""). The referee reads them here, and nowhere else.
 	What   string       `json:"what,omitempty"`
-	Judged []steps.Kind `json:"judged,omitempty"`
+	Judged []vocab.Kind `json:"judged,omitempty"`
 	// Play is the play's number, from 1, where a scenario plays several (unlock-race: each gap
 	// of the holder's Unlock in a play of its own); 0 where it plays once.
 	Play    int      `json:"play,omitempty"`
@@ -115,7 +115,7 @@ type Record struct {
 	Token       int64         `json:"token,omitempty"`
 	D           time.Duration `json:"d,omitempty"`   // a freeze's or cut's most (its end: how long it lasted), a probe's delay or limit
 	Due         time.Duration `json:"due,omitempty"` // when keys ran out (lapse), or the release a probe measured
-	Kinds       []steps.Kind  `json:"kinds,omitempty"`
+	Kinds       []vocab.Kind  `json:"kinds,omitempty"`
 	// Says is what a fault does, in the words of the move that struck (fault records).
 	Says string `json:"says,omitempty"`
 	// Published is what a command published on the run's own channels (exact watchers only).
@@ -166,9 +166,9 @@ func ReadHistory(r io.Reader) (*History, error) {
 }
 
 // Kinds is what h is judged for: its Judged kinds, or every kind for a live session's.
-func (h *History) Kinds() []steps.Kind {
+func (h *History) Kinds() []vocab.Kind {
 	if h.Scenario == "" {
-		return steps.Kinds
+		return vocab.Kinds
 	}
 	return h.Judged
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // EventKind says what happened in an Event.
@@ -61,7 +61,7 @@ type Event struct {
 	Other    int
 	Stock    int
 	Node     int // the lock node, for lock events; 0 is the first (and often only) one
-	Viol     steps.Kind
+	Viol     vocab.Kind
 	Cmd      *Command
 	Fault    history.Fault
 	D        time.Duration

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // The referee's findings, each with its sentence: the one place the words for a violation live.
@@ -43,7 +43,7 @@ type Reentry struct {
 
 // Blind is something the referee could not observe, and the kinds it leaves unjudged.
 type Blind struct {
-	Kinds []steps.Kind `json:"kinds"`
+	Kinds []vocab.Kind `json:"kinds"`
 	What  string       `json:"what"`
 }
 

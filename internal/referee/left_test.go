@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // TestWhatAHoldLeft: a quorum's hold ends when its first key is gone (a restart forgets it);
@@ -35,7 +35,7 @@ func TestWhatAHoldLeft(t *testing.T) {
 		}, Event{Kind: EvLost, Other: 1, Node: 1, On: "lock-2", Left: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newHB(steps.Restart, 3, steps.Overlap, steps.Oversold)
+			b := newHB(vocab.Scenario("restart"), 3, vocab.Overlap, vocab.Oversold)
 			b.h.Nodes = []string{"lock-1", "lock-2", "lock-3"}
 			b.begin(1, 1).begin(2, 2)
 			b.lock(1, true, func(call int) {
@@ -64,7 +64,7 @@ func TestWhatAHoldLeft(t *testing.T) {
 			if len(left) != 1 || !reflect.DeepEqual(left[0], tc.want) {
 				t.Errorf("what the hold left is said as %v, want %v", left, tc.want)
 			}
-			if rep := r.Report(); !slices.Equal(rep.Found, []steps.Kind{}) || len(rep.ForeignReleases) != 0 {
+			if rep := r.Report(); !slices.Equal(rep.Found, []vocab.Kind{}) || len(rep.ForeignReleases) != 0 {
 				t.Errorf("what a hold left is no violation: found %v, foreign releases %v", rep.Found, rep.ForeignReleases)
 			}
 			if w := left[0].Words(); w == (Event{Kind: left[0].Kind, Buyer: left[0].Buyer, Other: left[0].Other, On: left[0].On}).Words() {
@@ -77,7 +77,7 @@ func TestWhatAHoldLeft(t *testing.T) {
 // TestTokenAndDueInEvents: a fenced stock command's token is in its event and its words; an
 // expiry's event says when the key ran out.
 func TestTokenAndDueInEvents(t *testing.T) {
-	b := newHB(steps.Pause, 3, steps.Overlap, steps.Oversold)
+	b := newHB(vocab.Scenario("pause"), 3, vocab.Overlap, vocab.Oversold)
 	b.begin(1, 1)
 	b.lock(1, true, b.set(1, lockName, "", "a", 200*msec))
 	b.seq++

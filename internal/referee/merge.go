@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // Merge is the verdict of several plays of one cell: every violation any of them found (with the
@@ -24,8 +24,8 @@ func Merge(reps []*Report) *Report {
 	out := *main
 	out.Play, out.Plays = play, len(reps)
 	out.Others = nil
-	viol, unj := map[steps.Kind]bool{}, map[steps.Kind]bool{}
-	why := map[steps.Kind]Finding{}
+	viol, unj := map[vocab.Kind]bool{}, map[vocab.Kind]bool{}
+	why := map[vocab.Kind]Finding{}
 	for _, r := range reps {
 		if r != main {
 			out.Others = append(out.Others, r.History)
@@ -52,8 +52,8 @@ func Merge(reps []*Report) *Report {
 			}
 		}
 	}
-	out.Violations, out.Unjudged, out.Explain = []steps.Kind{}, []steps.Kind{}, nil
-	for _, k := range steps.Kinds {
+	out.Violations, out.Unjudged, out.Explain = []vocab.Kind{}, []vocab.Kind{}, nil
+	for _, k := range vocab.Kinds {
 		if viol[k] {
 			out.Violations = append(out.Violations, k)
 			out.Explain = append(out.Explain, why[k])

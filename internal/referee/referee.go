@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // Referee judges a run from its history alone: it knows nothing of the steps, nothing of the
@@ -78,7 +78,7 @@ type Referee struct {
 	timedOut   string
 	stuck      stuckState
 	failedOver bool
-	told       map[steps.Kind]bool
+	told       map[vocab.Kind]bool
 	// liveStuckSaid is the live check's sentence for a stuck lock, once it found one.
 	liveStuckSaid string
 }
@@ -189,7 +189,7 @@ func NewReferee(h history.History, emit func(Event)) *Referee {
 	h.Records = nil
 	r := &Referee{h: h, emit: emit, procs: map[int]*rproc{}, orders: map[int]*rorder{},
 		calls: map[int]*rcall{}, listed: map[nodeKey]map[string]int{}, pairs: map[[2]int]bool{}, shelf: h.Stock, freeAt: -1, first: -1,
-		probes: map[time.Duration]time.Duration{}, told: map[steps.Kind]bool{}}
+		probes: map[time.Duration]time.Duration{}, told: map[vocab.Kind]bool{}}
 	r.window = max(4*h.Timing.RTT, 5*time.Millisecond)
 	for range max(len(h.Nodes), 1) {
 		r.nodes = append(r.nodes, map[string]*rkey{})
@@ -243,7 +243,7 @@ func (r *Referee) node(i int) map[string]*rkey {
 
 // announce tells the live arena of the first violation of each kind, in the referee's words, with
 // the buyers it names (who, and the other one where there is one).
-func (r *Referee) announce(at time.Duration, k steps.Kind, sentence string, who ...int) {
+func (r *Referee) announce(at time.Duration, k vocab.Kind, sentence string, who ...int) {
 	if r.told[k] {
 		return
 	}
@@ -283,7 +283,7 @@ func (r *Referee) Add(rec history.Record) {
 		for _, kc := range rec.Keys {
 			r.setKey(rec.Node, kc, rec.At, 0, 0)
 		}
-		r.blind(fmt.Sprintf("keys of %s changed between two commands, by something no process sent (a client outside the buyers' processes?)", r.nodeName(rec.Node)), steps.ForeignRelease)
+		r.blind(fmt.Sprintf("keys of %s changed between two commands, by something no process sent (a client outside the buyers' processes?)", r.nodeName(rec.Node)), vocab.ForeignRelease)
 	case history.RecStock:
 		r.stockOp(rec)
 	case history.RecFault:
@@ -297,7 +297,7 @@ func (r *Referee) Add(rec history.Record) {
 		if !rec.OK {
 			e := Reentry{Buyer: rec.Buyer, Why: rec.Err, At: rec.At}
 			r.reentry = append(r.reentry, e)
-			r.announce(rec.At, steps.ReentryFailed, e.String(), e.Buyer)
+			r.announce(rec.At, vocab.ReentryFailed, e.String(), e.Buyer)
 		}
 	case history.RecProbe:
 		if rec.What == history.ProbeIdle {
@@ -322,7 +322,7 @@ func (r *Referee) Add(rec history.Record) {
 }
 
 // blind records something the referee could not observe, once per sentence.
-func (r *Referee) blind(what string, kinds ...steps.Kind) {
+func (r *Referee) blind(what string, kinds ...vocab.Kind) {
 	for _, b := range r.blinds {
 		if b.What == what {
 			return
@@ -379,7 +379,7 @@ func (r *Referee) orderEnded(rec history.Record) {
 		j := Rejection{Buyer: o.buyer, Order: o.id, Stock: shelf, At: rec.At}
 		r.lost = append(r.lost, j)
 		r.say(Event{At: rec.At, Kind: EvRejected, Buyer: o.buyer, Order: o.k, Stock: shelf})
-		r.announce(rec.At, steps.LostSales, j.String(), j.Buyer)
+		r.announce(rec.At, vocab.LostSales, j.String(), j.Buyer)
 	}
 	r.say(Event{At: rec.At, Kind: EvDone, Buyer: o.buyer, Order: o.k, Sold: o.confirmed > 0, Err: rec.Err})
 }
@@ -433,12 +433,12 @@ func (r *Referee) read(o *rorder, op stockOp) {
 // starved. A process's own orders do not pass it.
 func (r *Referee) passedBy(o *rorder, at time.Duration) {
 	n := r.passes(o)
-	if n < steps.StarveLimit {
+	if n < vocab.StarveLimit {
 		return
 	}
 	s := Starve{Buyer: o.buyer, Passed: n, At: at}
 	r.starved = append(r.starved, s)
-	r.announce(at, steps.Starved, s.String(), s.Buyer)
+	r.announce(at, vocab.Starved, s.String(), s.Buyer)
 }
 
 // passes counts the orders that began after o and read first, in the inventory's order.
@@ -471,7 +471,7 @@ func (r *Referee) write(o *rorder, op stockOp, refused bool) {
 		}
 		r.say(Event{At: op.at, Kind: EvWrite, Buyer: o.buyer, Order: o.k, Stock: op.stock, Token: op.token})
 		if over := r.confirmed - (r.h.Stock - r.shelf); over > 0 {
-			r.announce(op.at, steps.Oversold, oversoldSoFar(op.at, r.confirmed, r.h.Stock-r.shelf), o.buyer)
+			r.announce(op.at, vocab.Oversold, oversoldSoFar(op.at, r.confirmed, r.h.Stock-r.shelf), o.buyer)
 		}
 	}
 	if o.inside {
@@ -507,7 +507,7 @@ func (r *Referee) decide(x, y *span) {
 	r.overlaps = append(r.overlaps, ov)
 	at := max(x.write.at, y.write.at)
 	r.say(Event{At: at, Kind: EvOverlap, Buyer: ov.B, Other: ov.A, From: ov.From, To: ov.To, Sentence: ov.String()})
-	r.announce(at, steps.Overlap, ov.String(), ov.B, ov.A)
+	r.announce(at, vocab.Overlap, ov.String(), ov.B, ov.A)
 }
 
 // — calls and holds —
@@ -629,7 +629,7 @@ func (r *Referee) leave(h *hold, nk nodeKey, at time.Duration, by int, gone bool
 		f := Foreign{By: by, Owner: h.buyer, Node: nk.node, At: at}
 		r.foreign = append(r.foreign, f)
 		r.say(Event{At: at, Kind: EvForeign, Buyer: by, Other: h.buyer, Node: nk.node})
-		r.announce(at, steps.ForeignRelease, f.String(), f.By, f.Owner)
+		r.announce(at, vocab.ForeignRelease, f.String(), f.By, f.Owner)
 	}
 	r.freed(at, at)
 }
@@ -687,8 +687,8 @@ func (r *Referee) setKey(node int, kc history.KeyChange, at time.Duration, by, c
 func (r *Referee) command(rec history.Record) {
 	if rec.Buyer > 0 {
 		r.commands += len(rec.Cmds)
-		if r.commands > steps.FloodLimit*(r.confirmed+1) {
-			r.announce(rec.At, steps.Flood, floodSentence(r.commands, r.confirmed))
+		if r.commands > vocab.FloodLimit*(r.confirmed+1) {
+			r.announce(rec.At, vocab.Flood, floodSentence(r.commands, r.confirmed))
 		}
 	}
 	if rec.Buyer > 0 {
@@ -706,7 +706,7 @@ func (r *Referee) command(rec history.Record) {
 			blame = !rec.ReplyZero // DEL answered how many it deleted
 		} else {
 			blame = false
-			r.blind(fmt.Sprintf("buyer %d's %s ran as a key of %s ran out; the referee could not tell which of them removed it", rec.Buyer, commandOf(rec.Cmds, rec.Node, rec.Call, r).Label, r.nodeName(rec.Node)), steps.ForeignRelease)
+			r.blind(fmt.Sprintf("buyer %d's %s ran as a key of %s ran out; the referee could not tell which of them removed it", rec.Buyer, commandOf(rec.Cmds, rec.Node, rec.Call, r).Label, r.nodeName(rec.Node)), vocab.ForeignRelease)
 		}
 	}
 	c := r.calls[rec.Call]
@@ -1002,7 +1002,7 @@ func (r *Referee) liveStuck(now time.Duration) {
 		if turned {
 			r.liveStuckSaid += " (a buyer who came after was turned away)"
 		}
-		r.announce(now, steps.Stuck, r.liveStuckSaid, h.buyer)
+		r.announce(now, vocab.Stuck, r.liveStuckSaid, h.buyer)
 		return
 	}
 	// A key a Lock call wrote and no hold has (a lost reply: the Lock said no, or failed, though
@@ -1018,7 +1018,7 @@ func (r *Referee) liveStuck(now time.Duration) {
 				continue
 			}
 			r.liveStuckSaid = fmt.Sprintf("a lock buyer %d's Lock wrote, though it did not return holding it, never expires, while %s on the shelf: nobody can buy them (a buyer who came after was turned away)", o.buyer, units(r.shelf))
-			r.announce(now, steps.Stuck, r.liveStuckSaid, o.buyer)
+			r.announce(now, vocab.Stuck, r.liveStuckSaid, o.buyer)
 			return
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // The referee's tests are written-down histories: no Redis, no arena, no clock. Each builds the
@@ -29,7 +29,7 @@ type hb struct {
 
 // newHB starts a history of scenario sc (judged for judged; "" for a live session, judged for every
 // kind) with stock units on the shelf.
-func newHB(sc steps.Scenario, stock int, judged ...steps.Kind) *hb {
+func newHB(sc vocab.Scenario, stock int, judged ...vocab.Kind) *hb {
 	return &hb{h: history.History{Step: "written", Scenario: sc, Judged: judged, Backend: "none", Timing: history.DefaultTiming(),
 		Nodes: []string{"lock"}, LockKey: lockName, Stock: stock}, order: map[int]int{}}
 }
@@ -113,9 +113,9 @@ func (b *hb) write(o, stock int) *hb {
 
 func (b *hb) judge() *Report { return Judge(&b.h) }
 
-func kinds(ks ...steps.Kind) []steps.Kind {
+func kinds(ks ...vocab.Kind) []vocab.Kind {
 	if ks == nil {
-		return []steps.Kind{}
+		return []vocab.Kind{}
 	}
 	return ks
 }
@@ -125,12 +125,12 @@ func TestJudgeWrittenHistories(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		write func(b *hb)
-		want  []steps.Kind // found (judged or not, with every kind judged)
+		want  []vocab.Kind // found (judged or not, with every kind judged)
 		check func(t *testing.T, r *Report)
 	}{
 		{"two orders read before either writes: overlap, oversold", func(b *hb) {
 			b.begin(1, 1).begin(2, 2).read(1, 3).read(2, 3).write(1, 2).write(2, 2).end(1, "").end(2, "")
-		}, kinds(steps.Overlap, steps.Oversold), func(t *testing.T, r *Report) {
+		}, kinds(vocab.Overlap, vocab.Oversold), func(t *testing.T, r *Report) {
 			if r.Oversold != 1 || r.Confirmed != 2 || len(r.Overlaps) != 1 || r.Overlaps[0].A != 1 || r.Overlaps[0].B != 2 {
 				t.Errorf("%+v", r)
 			}
@@ -145,7 +145,7 @@ func TestJudgeWrittenHistories(t *testing.T) {
 			b.add(history.Record{Kind: history.RecStock, What: history.StockRead, Buyer: 1, Order: 1, Seq: 1, Stock: 3}) // first at the inventory
 			b.add(history.Record{Kind: history.RecStock, What: history.StockWrite, Buyer: 1, Order: 1, Seq: 4, Stock: 2})
 			b.end(1, "").end(2, "")
-		}, kinds(steps.Overlap, steps.Oversold), nil},
+		}, kinds(vocab.Overlap, vocab.Oversold), nil},
 		{"a peek before the lock is no critical section: its span starts at the read the write was computed from", func(b *hb) {
 			b.begin(1, 1).begin(2, 2)
 			b.read(1, 3) // buyer 1 peeks
@@ -159,17 +159,17 @@ func TestJudgeWrittenHistories(t *testing.T) {
 			b.unlock(1, b.del(1, k, "a"))
 			b.lock(2, true, b.set(2, k, "", "b", -1)).read(2, 3)
 			b.write(1, 2).write(2, 2).unlock(2, b.del(2, k, "b")).end(1, "").end(2, "")
-		}, kinds(steps.Overlap, steps.Oversold), nil},
+		}, kinds(vocab.Overlap, vocab.Oversold), nil},
 		{"a fenced write refused: overlap without oversold", func(b *hb) {
 			b.begin(1, 1).begin(2, 2).read(1, 3).read(2, 3).write(2, 2)
 			b.seq++
 			b.add(history.Record{Kind: history.RecStock, What: history.StockWriteRefused, Buyer: 1, Order: 1, Seq: b.seq, Stock: 2, Token: 1})
 			b.end(1, "").end(2, "")
-		}, kinds(steps.Overlap), nil},
+		}, kinds(vocab.Overlap), nil},
 		{"another process deletes the lock: foreign release", func(b *hb) {
 			b.begin(1, 1).begin(2, 2).lock(1, true, b.set(1, k, "", "a", -1))
 			b.cmd(2, 0, "del", []string{k}, history.KeyChange{Key: k, Before: "a"})
-		}, kinds(steps.ForeignRelease), func(t *testing.T, r *Report) {
+		}, kinds(vocab.ForeignRelease), func(t *testing.T, r *Report) {
 			if len(r.ForeignReleases) != 1 || r.ForeignReleases[0].By != 2 || r.ForeignReleases[0].Owner != 1 {
 				t.Errorf("%+v", r.ForeignReleases)
 			}
@@ -183,7 +183,7 @@ func TestJudgeWrittenHistories(t *testing.T) {
 			b.begin(1, 1).begin(2, 2).lock(1, true, b.set(1, k, "", "a", -1))
 			b.lock(2, true, b.set(2, k, "a", "b", -1)) // a takeover (GETSET, SET without NX)
 			b.unlock(1, b.del(1, k, "b"))
-		}, kinds(steps.ForeignRelease), func(t *testing.T, r *Report) {
+		}, kinds(vocab.ForeignRelease), func(t *testing.T, r *Report) {
 			if len(r.ForeignReleases) != 1 || r.ForeignReleases[0].By != 1 || r.ForeignReleases[0].Owner != 2 {
 				t.Errorf("%+v", r.ForeignReleases)
 			}
@@ -191,7 +191,7 @@ func TestJudgeWrittenHistories(t *testing.T) {
 		{"PEXPIRE key 1 is a release: by another process, a foreign one", func(b *hb) {
 			b.begin(1, 1).begin(2, 2).lock(1, true, b.set(1, k, "", "a", -1))
 			b.cmd(2, 0, "pexpire", []string{k, "1"}, history.KeyChange{Key: k, Before: "a", After: "a", TTL: msec})
-		}, kinds(steps.ForeignRelease), nil},
+		}, kinds(vocab.ForeignRelease), nil},
 		{"SET … PX 1 by the holder is its own release", func(b *hb) {
 			b.begin(1, 1).lock(1, true, b.set(1, k, "", "a", -1)).read(1, 3).write(1, 2)
 			b.unlock(1, b.set(1, k, "a", "a-done", msec)).end(1, "")
@@ -224,14 +224,14 @@ func TestJudgeWrittenHistories(t *testing.T) {
 		{"a lock on two keys: deleting either is a release", func(b *hb) {
 			b.begin(1, 1).begin(2, 2).lock(1, true, b.set(1, "k1", "", "a", -1), b.set(1, "k2", "", "a", -1))
 			b.cmd(2, 0, "del", []string{"k2"}, history.KeyChange{Key: "k2", Before: "a"})
-		}, kinds(steps.ForeignRelease), nil},
+		}, kinds(vocab.ForeignRelease), nil},
 		{"an order turned away while units remain is a lost sale, whatever it answered; excused ones are not", func(b *hb) {
 			b.begin(1, 1).end(1, "")
 			b.begin(2, 2).end(2, history.ExcuseFault)
 			b.begin(3, 3).end(3, history.ExcuseDead)
 			b.begin(4, 4).end(4, history.ExcuseCut)
 			b.begin(5, 5).read(5, 3).end(5, "") // a peek, then a refusal: no write, a lost sale
-		}, kinds(steps.LostSales), func(t *testing.T, r *Report) {
+		}, kinds(vocab.LostSales), func(t *testing.T, r *Report) {
 			if len(r.LostSales) != 2 || r.LostSales[0].Buyer != 1 || r.LostSales[1].Buyer != 5 {
 				t.Errorf("%+v", r.LostSales)
 			}
@@ -243,7 +243,7 @@ func TestJudgeWrittenHistories(t *testing.T) {
 				b.begin(1, o).read(o, n).write(o, n-1).end(o, "")
 			}
 			b.read(2, 0).end(2, "")
-		}, kinds(steps.Starved), func(t *testing.T, r *Report) {
+		}, kinds(vocab.Starved), func(t *testing.T, r *Report) {
 			if len(r.Starvations) != 1 || r.Starvations[0].Buyer != 2 || r.Starvations[0].Passed != 3 {
 				t.Errorf("%+v", r.Starvations)
 			}
@@ -255,7 +255,7 @@ func TestJudgeWrittenHistories(t *testing.T) {
 				b.at = time.Duration(i) * 100 * msec
 				b.begin(o, o).lock(o, true, b.set(o, k, "", "v", -1)).read(o, 4-i).write(o, 3-i).unlock(o, b.del(o, k, "v")).end(o, "")
 			}
-		}, kinds(steps.Starved, steps.Idle), func(t *testing.T, r *Report) {
+		}, kinds(vocab.Starved, vocab.Idle), func(t *testing.T, r *Report) {
 			if r.IdleShare < 0.5 || r.IdleReleases != 3 {
 				t.Errorf("idle %.2f after %d of %d releases", r.IdleShare, r.IdleReleases, r.WaitedReleases)
 			}
@@ -263,21 +263,21 @@ func TestJudgeWrittenHistories(t *testing.T) {
 		{"the end-of-run probe could not get in: stuck, the lock of its last holder", func(b *hb) {
 			b.begin(1, 1).lock(1, true, b.set(1, k, "", "a", -1)).read(1, 3).write(1, 2).end(1, "")
 			b.add(history.Record{Kind: history.RecProbe, What: history.ProbeStuck, D: 400 * msec})
-		}, kinds(steps.Stuck), func(t *testing.T, r *Report) {
+		}, kinds(vocab.Stuck), func(t *testing.T, r *Report) {
 			if !r.Stuck || r.StuckOwner != 1 || !strings.Contains(r.Explain[0].Sentence, "buyer 1") {
 				t.Errorf("stuck %v owner %d %v", r.Stuck, r.StuckOwner, r.Explain)
 			}
 		}},
 		{"a failed nested Lock: reentry-failed", func(b *hb) {
 			b.begin(1, 1).add(history.Record{Kind: history.RecNested, Buyer: 1, Err: "refused"})
-		}, kinds(steps.ReentryFailed), nil},
+		}, kinds(vocab.ReentryFailed), nil},
 		{"more than FloodLimit commands an order: flood", func(b *hb) {
 			b.begin(1, 1)
-			for range steps.FloodLimit + 1 {
+			for range vocab.FloodLimit + 1 {
 				b.get(1, k)(0)
 			}
 			b.read(1, 3).write(1, 2).end(1, "")
-		}, kinds(steps.Flood), nil},
+		}, kinds(vocab.Flood), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newHB("", 3)
@@ -297,19 +297,19 @@ func TestJudgeWrittenHistories(t *testing.T) {
 // a lost update and on a refused stale write, and a confirmed order that took nothing off the
 // shelf — oversold by the count, explained one sale after another — is named as a disagreement.
 func TestSecondCheckerAgrees(t *testing.T) {
-	lost := newHB(steps.Contention, 3, steps.Overlap, steps.Oversold, steps.LostSales)
+	lost := newHB(vocab.Scenario("contention"), 3, vocab.Overlap, vocab.Oversold, vocab.LostSales)
 	lost.begin(1, 1).begin(2, 2).read(1, 3).read(2, 3).write(1, 2).write(2, 2).end(1, "").end(2, "")
 	if r := lost.judge(); r.Linearizable || r.Disagree != "" || r.Oversold != 1 {
 		t.Errorf("a lost update: linearizable %v, disagree %q, oversold %d", r.Linearizable, r.Disagree, r.Oversold)
 	}
-	fenced := newHB(steps.Pause, 3, steps.Overlap, steps.Oversold)
+	fenced := newHB(vocab.Scenario("pause"), 3, vocab.Overlap, vocab.Oversold)
 	fenced.begin(1, 1).begin(2, 2).read(1, 3).read(2, 3).write(2, 2)
 	fenced.seq++
 	fenced.add(history.Record{Kind: history.RecStock, What: history.StockWriteRefused, Buyer: 1, Order: 1, Seq: fenced.seq, Stock: 2, Token: 1})
 	if r := fenced.judge(); !r.Linearizable || r.Disagree != "" || !strings.Contains(r.SecondOpinion, "refused the stale write") {
 		t.Errorf("a refused stale write: linearizable %v, %q, disagree %q", r.Linearizable, r.SecondOpinion, r.Disagree)
 	}
-	free := newHB(steps.Contention, 3, steps.Overlap, steps.Oversold, steps.LostSales)
+	free := newHB(vocab.Scenario("contention"), 3, vocab.Overlap, vocab.Oversold, vocab.LostSales)
 	free.begin(1, 1).read(1, 3).write(1, 3).end(1, "")
 	if r := free.judge(); !r.Linearizable || r.Oversold != 1 || r.Disagree == "" {
 		t.Errorf("a sale that took nothing: linearizable %v, oversold %d, disagree %q", r.Linearizable, r.Oversold, r.Disagree)
@@ -321,15 +321,15 @@ func TestSecondCheckerAgrees(t *testing.T) {
 func TestJudgeSaysWhatItCouldNotSee(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		sc     steps.Scenario
-		judged []steps.Kind
+		sc     vocab.Scenario
+		judged []vocab.Kind
 		rec    history.Record
-		want   []steps.Kind
+		want   []vocab.Kind
 	}{
-		{"unseen", steps.Slow, []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRelease}, history.Record{Kind: history.RecUnseen, Keys: []history.KeyChange{{Key: lockName, Before: "a"}}}, []steps.Kind{steps.ForeignRelease}},
-		{"a stranger", steps.UnlockRace, []steps.Kind{steps.ForeignRelease}, history.Record{Kind: history.RecBlind, What: "a client sent commands", Kinds: steps.Kinds}, []steps.Kind{steps.ForeignRelease}},
-		{"nowhere", steps.UnlockRace, []steps.Kind{steps.ForeignRelease}, history.Record{Kind: history.RecNowhere, What: "the unlock-race found nowhere to strike"}, []steps.Kind{steps.ForeignRelease}},
-		{"timeout", steps.Contention, []steps.Kind{steps.Overlap, steps.Oversold, steps.LostSales}, history.Record{Kind: history.RecTimeout, What: "past its deadline"}, []steps.Kind{steps.Overlap, steps.Oversold, steps.LostSales}},
+		{"unseen", vocab.Scenario("slow"), []vocab.Kind{vocab.Overlap, vocab.Oversold, vocab.ForeignRelease}, history.Record{Kind: history.RecUnseen, Keys: []history.KeyChange{{Key: lockName, Before: "a"}}}, []vocab.Kind{vocab.ForeignRelease}},
+		{"a stranger", vocab.Scenario("unlock-race"), []vocab.Kind{vocab.ForeignRelease}, history.Record{Kind: history.RecBlind, What: "a client sent commands", Kinds: vocab.Kinds}, []vocab.Kind{vocab.ForeignRelease}},
+		{"nowhere", vocab.Scenario("unlock-race"), []vocab.Kind{vocab.ForeignRelease}, history.Record{Kind: history.RecNowhere, What: "the unlock-race found nowhere to strike"}, []vocab.Kind{vocab.ForeignRelease}},
+		{"timeout", vocab.Scenario("contention"), []vocab.Kind{vocab.Overlap, vocab.Oversold, vocab.LostSales}, history.Record{Kind: history.RecTimeout, What: "past its deadline"}, []vocab.Kind{vocab.Overlap, vocab.Oversold, vocab.LostSales}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newHB(tc.sc, 3, tc.judged...)
@@ -380,7 +380,7 @@ func TestLiveStuckWaitsForTheLease(t *testing.T) {
 // TestJudgeIsAFunctionOfTheHistory: the same history judged twice, and once more after a trip
 // through JSON, gives the same report.
 func TestJudgeIsAFunctionOfTheHistory(t *testing.T) {
-	b := newHB(steps.Slow, 3, steps.Overlap, steps.Oversold, steps.ForeignRelease)
+	b := newHB(vocab.Scenario("slow"), 3, vocab.Overlap, vocab.Oversold, vocab.ForeignRelease)
 	b.begin(1, 1).begin(2, 2).lock(1, true, b.set(1, lockName, "", "a", 200*msec)).read(1, 3)
 	b.add(history.Record{Kind: history.RecLapse, Keys: []history.KeyChange{{Key: lockName, Before: "a"}}, Due: 201 * msec})
 	b.lock(2, true, b.set(2, lockName, "", "b", 200*msec)).read(2, 3).write(1, 2)
@@ -400,7 +400,7 @@ func TestJudgeIsAFunctionOfTheHistory(t *testing.T) {
 	if !reflect.DeepEqual(first, again) {
 		t.Errorf("judged again:\n%+v\nfirst:\n%+v", again, first)
 	}
-	if want := []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRelease}; !slices.Equal(first.Violations, want) {
+	if want := []vocab.Kind{vocab.Overlap, vocab.Oversold, vocab.ForeignRelease}; !slices.Equal(first.Violations, want) {
 		t.Errorf("violations %v, want %v\n%s", first.Violations, want, first.Text())
 	}
 }
@@ -417,7 +417,7 @@ func TestLiveStuckOnceABuyerIsTurnedAway(t *testing.T) {
 	b.begin(1, 2) // its next order, under way: its process is never idle
 	var said []string
 	r := NewReferee(b.h, func(e Event) {
-		if e.Kind == EvViolation && e.Viol == steps.Stuck {
+		if e.Kind == EvViolation && e.Viol == vocab.Stuck {
 			said = append(said, e.Sentence)
 		}
 	})
@@ -445,7 +445,7 @@ func TestLiveStuckOnceABuyerIsTurnedAway(t *testing.T) {
 // (buyer 4's, whose DEL never reached it) instead of buyer 1's: buyer 1's hold is lost all the
 // same, and the older value is nobody's hold.
 func TestFailoverToAnOlderValueLosesTheHold(t *testing.T) {
-	b := newHB(steps.Failover, 3, steps.Overlap, steps.Oversold)
+	b := newHB(vocab.Scenario("failover"), 3, vocab.Overlap, vocab.Oversold)
 	b.begin(1, 1).lock(1, true, b.set(1, lockName, "", "b1", -1)).read(1, 3)
 	var kinds []EventKind
 	r := NewReferee(b.h, func(e Event) { kinds = append(kinds, e.Kind) })

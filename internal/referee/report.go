@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // Report is what a referee found in one run.
@@ -14,7 +14,7 @@ type Report struct {
 	Step             string       `json:"step"`
 	Scenario         string       `json:"scenario"`
 	What             string       `json:"what,omitempty"` // what the scenario does, in one sentence
-	Judged           []steps.Kind `json:"judged"`         // the kinds the scenario judges
+	Judged           []vocab.Kind `json:"judged"`         // the kinds the scenario judges
 	Backend          string       `json:"backend"`
 	Buyers           int          `json:"buyers"`
 	InitialStock     int          `json:"initial_stock"`
@@ -34,8 +34,8 @@ type Report struct {
 	FailedOver       bool         `json:"failed_over"`
 	Commands         int          `json:"commands"`
 	CommandsPerOrder float64      `json:"commands_per_order"`
-	Found            []steps.Kind `json:"found"`      // every kind seen, judged or not
-	Violations       []steps.Kind `json:"violations"` // the kinds the scenario judges that were seen
+	Found            []vocab.Kind `json:"found"`      // every kind seen, judged or not
+	Violations       []vocab.Kind `json:"violations"` // the kinds the scenario judges that were seen
 	Explain          []Finding    `json:"explain"`    // one sentence for each violation
 	// Untracked is what the referee could not observe, with the kinds each leaves unjudged.
 	Untracked []Blind `json:"untracked"`
@@ -43,7 +43,7 @@ type Report struct {
 	TimedOut string `json:"timed_out,omitempty"`
 	// Unjudged lists the judged kinds the referee could not judge in this run (see Untracked and
 	// TimedOut): a verdict on them would rest on partial evidence, so there is none.
-	Unjudged []steps.Kind `json:"unjudged"`
+	Unjudged []vocab.Kind `json:"unjudged"`
 	// Notes says what of the scenario did not happen as staged, and why that is no gap in the
 	// verdict (a failover with no lock write to lose).
 	Notes []string `json:"notes,omitempty"`
@@ -66,7 +66,7 @@ type Report struct {
 
 // Finding explains one violation in plain words, and names the buyers the sentence is about.
 type Finding struct {
-	Kind     steps.Kind `json:"kind"`
+	Kind     vocab.Kind `json:"kind"`
 	Sentence string     `json:"sentence"`
 	Buyers   []int      `json:"buyers,omitempty"`
 }
@@ -98,68 +98,68 @@ func (r *Referee) Report() *Report {
 	rep.CommandsPerOrder = float64(r.commands) / float64(max(r.confirmed, 1))
 	st := r.stuck
 	rep.Stuck, rep.StuckOwner = st.stuck, st.owner
-	found := map[steps.Kind]string{}
-	who := map[steps.Kind][]int{}
+	found := map[vocab.Kind]string{}
+	who := map[vocab.Kind][]int{}
 	if len(r.overlaps) > 0 {
-		found[steps.Overlap] = r.overlaps[0].String()
-		who[steps.Overlap] = []int{r.overlaps[0].A, r.overlaps[0].B}
-		who[steps.Oversold] = who[steps.Overlap]
+		found[vocab.Overlap] = r.overlaps[0].String()
+		who[vocab.Overlap] = []int{r.overlaps[0].A, r.overlaps[0].B}
+		who[vocab.Oversold] = who[vocab.Overlap]
 	}
 	if rep.Oversold > 0 {
-		found[steps.Oversold] = oversoldSentence(r.confirmed, r.h.Stock-final)
+		found[vocab.Oversold] = oversoldSentence(r.confirmed, r.h.Stock-final)
 	}
 	if len(r.foreign) > 0 {
-		found[steps.ForeignRelease] = r.foreign[0].String()
-		who[steps.ForeignRelease] = []int{r.foreign[0].By, r.foreign[0].Owner}
+		found[vocab.ForeignRelease] = r.foreign[0].String()
+		who[vocab.ForeignRelease] = []int{r.foreign[0].By, r.foreign[0].Owner}
 	}
 	if st.stuck {
-		found[steps.Stuck] = st.detail
+		found[vocab.Stuck] = st.detail
 		if st.owner != 0 {
-			who[steps.Stuck] = []int{st.owner}
+			who[vocab.Stuck] = []int{st.owner}
 		}
 	} else if r.liveStuckSaid != "" && sc == "" {
-		found[steps.Stuck] = r.liveStuckSaid
+		found[vocab.Stuck] = r.liveStuckSaid
 	}
 	if len(r.lost) > 0 {
-		found[steps.LostSales] = fmt.Sprintf("%d orders were turned away while units remained; first: %s", len(r.lost), r.lost[0])
-		who[steps.LostSales] = []int{r.lost[0].Buyer}
+		found[vocab.LostSales] = fmt.Sprintf("%d orders were turned away while units remained; first: %s", len(r.lost), r.lost[0])
+		who[vocab.LostSales] = []int{r.lost[0].Buyer}
 	}
 	if len(r.reentry) > 0 {
-		found[steps.ReentryFailed] = r.reentry[0].String()
-		who[steps.ReentryFailed] = []int{r.reentry[0].Buyer}
+		found[vocab.ReentryFailed] = r.reentry[0].String()
+		who[vocab.ReentryFailed] = []int{r.reentry[0].Buyer}
 	}
-	if rep.CommandsPerOrder > steps.FloodLimit {
-		found[steps.Flood] = floodSentence(r.commands, r.confirmed)
+	if rep.CommandsPerOrder > vocab.FloodLimit {
+		found[vocab.Flood] = floodSentence(r.commands, r.confirmed)
 	}
 	if len(rep.Starvations) > 0 {
-		found[steps.Starved] = rep.Starvations[0].String()
-		who[steps.Starved] = []int{rep.Starvations[0].Buyer}
+		found[vocab.Starved] = rep.Starvations[0].String()
+		who[vocab.Starved] = []int{rep.Starvations[0].Buyer}
 	}
 	rep.IdleReleases, rep.WaitedReleases = r.idleGaps()
-	if rep.IdleShare > steps.IdleLimit {
-		found[steps.Idle] = idleSentence(rep.IdleShare, rep.IdleReleases, rep.WaitedReleases)
+	if rep.IdleShare > vocab.IdleLimit {
+		found[vocab.Idle] = idleSentence(rep.IdleShare, rep.IdleReleases, rep.WaitedReleases)
 	}
-	judged := map[steps.Kind]bool{}
+	judged := map[vocab.Kind]bool{}
 	for _, k := range r.h.Kinds() {
 		judged[k] = true
 	}
 	rep.What, rep.Judged = r.h.What, slices.Clone(r.h.Kinds())
-	blind := map[steps.Kind]bool{}
+	blind := map[vocab.Kind]bool{}
 	for _, b := range r.blinds {
 		for _, k := range b.Kinds {
 			blind[k] = true
 		}
 	}
-	if judged[steps.Stuck] && !st.probed && final > 0 && sc != "" {
+	if judged[vocab.Stuck] && !st.probed && final > 0 && sc != "" {
 		why := st.detail
 		if why == "" {
 			why = "the run did not finish"
 		}
-		blind[steps.Stuck] = true
-		rep.Untracked = append(rep.Untracked, Blind{Kinds: []steps.Kind{steps.Stuck}, What: "the referee could not probe the lock at the end: " + why})
+		blind[vocab.Stuck] = true
+		rep.Untracked = append(rep.Untracked, Blind{Kinds: []vocab.Kind{vocab.Stuck}, What: "the referee could not probe the lock at the end: " + why})
 	}
-	rep.Found, rep.Violations, rep.Unjudged = []steps.Kind{}, []steps.Kind{}, []steps.Kind{}
-	for _, k := range steps.Kinds {
+	rep.Found, rep.Violations, rep.Unjudged = []vocab.Kind{}, []vocab.Kind{}, []vocab.Kind{}
+	for _, k := range vocab.Kinds {
 		if judged[k] && (blind[k] || rep.TimedOut != "") {
 			rep.Unjudged = append(rep.Unjudged, k)
 		}
@@ -202,7 +202,7 @@ func (r *Referee) starvations() []Starve {
 	out := slices.Clone(r.starved)
 	for _, o := range r.ranked {
 		if o.waiting() {
-			if n := r.passes(o); n >= steps.StarveLimit {
+			if n := r.passes(o); n >= vocab.StarveLimit {
 				out = append(out, Starve{Buyer: o.buyer, Passed: n, At: r.h.Records[len(r.h.Records)-1].At})
 			}
 		}
@@ -224,7 +224,7 @@ func (rep *Report) Headline() string {
 		return "no violation: every judged invariant held"
 	}
 	s := rep.Explain[0].Sentence
-	if rep.Explain[0].Kind == steps.Overlap && rep.Oversold > 0 {
+	if rep.Explain[0].Kind == vocab.Overlap && rep.Oversold > 0 {
 		s += fmt.Sprintf("; %d oversold", rep.Oversold)
 	}
 	return s
@@ -279,18 +279,18 @@ func (rep *Report) Text() string {
 	for _, e := range rep.ReentryFailures {
 		fmt.Fprintf(&b, "  reentry failed: %s\n", e)
 	}
-	judged := func(k steps.Kind) bool {
+	judged := func(k vocab.Kind) bool {
 		return slices.Contains(rep.Judged, k)
 	}
-	if judged(steps.Starved) {
+	if judged(vocab.Starved) {
 		for _, s := range rep.Starvations {
 			fmt.Fprintf(&b, "  starved: %s\n", s)
 		}
 	}
-	if judged(steps.Idle) {
-		fmt.Fprintf(&b, "  the lock sat free for %.1f%% of the time while buyers waited for it, the longest gap aside (limit %.0f%%); idle after %d of %d releases\n", 100*rep.IdleShare, 100*steps.IdleLimit, rep.IdleReleases, rep.WaitedReleases)
+	if judged(vocab.Idle) {
+		fmt.Fprintf(&b, "  the lock sat free for %.1f%% of the time while buyers waited for it, the longest gap aside (limit %.0f%%); idle after %d of %d releases\n", 100*rep.IdleShare, 100*vocab.IdleLimit, rep.IdleReleases, rep.WaitedReleases)
 	}
-	var also []steps.Kind
+	var also []vocab.Kind
 	for _, k := range rep.Found {
 		if !judged(k) {
 			also = append(also, k)
@@ -329,7 +329,7 @@ func (rep *Report) Text() string {
 	return b.String()
 }
 
-func joinKinds(ks []steps.Kind) string {
+func joinKinds(ks []vocab.Kind) string {
 	s := make([]string, len(ks))
 	for i, k := range ks {
 		s[i] = string(k)
@@ -339,8 +339,8 @@ func joinKinds(ks []steps.Kind) string {
 
 func floodSentence(commands, confirmed int) string {
 	if confirmed == 0 {
-		return fmt.Sprintf("%d Redis commands and no order confirmed yet (limit %d per order)", commands, steps.FloodLimit)
+		return fmt.Sprintf("%d Redis commands and no order confirmed yet (limit %d per order)", commands, vocab.FloodLimit)
 	}
 	return fmt.Sprintf("%d Redis commands for %d confirmed orders: %.0f per order (limit %d)",
-		commands, confirmed, float64(commands)/float64(confirmed), steps.FloodLimit)
+		commands, confirmed, float64(commands)/float64(confirmed), vocab.FloodLimit)
 }

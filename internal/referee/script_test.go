@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
-	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // TestScriptsByTheirCall: a script's name says nothing of what it does, so the referee names it
@@ -15,7 +15,7 @@ import (
 func TestScriptsByTheirCall(t *testing.T) {
 	const k = lockName
 	sha := []string{"0123abcd", "1", k, "owner-1"}
-	b := newHB(steps.Contention, 3, steps.Overlap, steps.Oversold, steps.LostSales)
+	b := newHB(vocab.Scenario("contention"), 3, vocab.Overlap, vocab.Oversold, vocab.LostSales)
 	b.begin(1, 1)
 	b.lock(1, true, func(call int) {
 		b.add(history.Record{Kind: history.RecCmd, Buyer: 1, Call: call, Cmds: []history.Cmd{{Name: "evalsha", Args: sha}},
@@ -51,7 +51,7 @@ func TestScriptsByTheirCall(t *testing.T) {
 // there (step 14's waiters); the line is said when its buyers change, and not otherwise.
 func TestTheLine(t *testing.T) {
 	const line = lockName + ":line"
-	b := newHB(steps.Greedy, 3, steps.Starved)
+	b := newHB(vocab.Scenario("greedy"), 3, vocab.Starved)
 	b.begin(2, 1).begin(3, 2)
 	push := func(buyer int, before, after string) {
 		b.add(history.Record{Kind: history.RecCmd, Buyer: buyer, Cmds: []history.Cmd{{Name: "evalsha", Args: []string{"ab", "1", line}}},

@@ -1,0 +1,74 @@
+package scenario_test
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/internal/steptest"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+)
+
+var saveCells = flag.Bool("save-cells", false, "play every cell and write it to internal/referee/testdata/cells")
+
+// TestSaveCells plays every step under every scenario on the embedded backend in virtual time and
+// writes each cell — its verdict, the catalog's, and every play's history — to the referee's
+// testdata, where TestJudgeSavedCells judges them again from the histories alone. Without
+// -save-cells it checks that every cell of the catalog has its file.
+func TestSaveCells(t *testing.T) {
+	dir := filepath.Join("..", "referee", referee.CellsDir)
+	for _, st := range catalog.Steps {
+		for _, sc := range scenario.All() {
+			file := filepath.Join(dir, st.Slug+"__"+string(sc.Name)+".json.gz")
+			if !*saveCells {
+				if _, err := os.Stat(file); err != nil {
+					t.Errorf("%s × %s has no saved cell (go test ./internal/scenario -run TestSaveCells -save-cells): %v", st.Slug, sc.Name, err)
+				}
+				continue
+			}
+			if os.Getenv("LAB_REDIS") != "" {
+				t.Skip("cells are saved from the embedded backend in virtual time")
+			}
+			rep, err := steptest.Play(t, st, sc.Name)
+			if errors.Is(err, arena.ErrCannotStage) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s × %s: %v", st.Slug, sc.Name, err)
+			}
+			if want := st.Expect[sc.Name]; !slices.Equal(rep.Violations, want) && len(want)+len(rep.Violations) > 0 {
+				t.Fatalf("%s × %s: found %v, the matrix expects %v: not saved", st.Slug, sc.Name, rep.Violations, want)
+			}
+			c := referee.Cell{Step: st.Slug, Scenario: sc.Name, Violations: rep.Violations, Unjudged: rep.Unjudged,
+				History: rep.History, Others: rep.Others}
+			if err := writeCell(file, &c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func writeCell(file string, c *referee.Cell) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	z, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
+	if err := json.NewEncoder(z).Encode(c); err != nil {
+		f.Close()
+		return err
+	}
+	if err := z.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
