@@ -1,7 +1,6 @@
 package referee
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/vocab"
@@ -52,66 +51,6 @@ type Starve struct {
 	Buyer  int           `json:"buyer"`
 	Passed int           `json:"passed"` // acquisitions by later askers it saw while it waited
 	At     time.Duration `json:"at_ns"`  // when it had seen StarveLimit of them
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
-
-func (o Overlap) String() string {
-	d := o.To - o.From
-	span := ms(d)
-	if d < time.Millisecond {
-		span = "less than 1 ms"
-	}
-	if o.A == o.B {
-		return fmt.Sprintf("two orders of buyer %d were both inside the critical section for %s", o.A, span)
-	}
-	return fmt.Sprintf("buyer %d and buyer %d were both inside the critical section for %s", o.A, o.B, span)
-}
-
-func (f Foreign) String() string {
-	return fmt.Sprintf("buyer %d deleted the lock that buyer %d held", f.By, f.Owner)
-}
-
-func (j Rejection) String() string {
-	return fmt.Sprintf("buyer %d was turned away while %s on the shelf", j.Buyer, units(j.Stock))
-}
-
-func (e Reentry) String() string {
-	return fmt.Sprintf("buyer %d could not re-enter the lock it held: %s", e.Buyer, e.Why)
-}
-
-// units says "1 unit was" / "3 units were".
-func units(n int) string {
-	if n == 1 {
-		return "1 unit was"
-	}
-	return fmt.Sprintf("%d units were", n)
-}
-
-// oversoldSoFar is oversoldSentence said as a run goes: a count at a moment, which later writes
-// change.
-func oversoldSoFar(at time.Duration, confirmed, left int) string {
-	verb := "units had left"
-	if left == 1 {
-		verb = "unit had left"
-	}
-	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf by %s: %d oversold so far", confirmed, left, verb, ms(at), confirmed-left)
-}
-
-func oversoldSentence(confirmed, left int) string {
-	verb := "units left"
-	if left == 1 {
-		verb = "unit left"
-	}
-	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
-}
-
-func (s Starve) String() string {
-	return fmt.Sprintf("buyer %d waited inside Lock while buyers that asked after it got the lock %d times", s.Buyer, s.Passed)
-}
-
-func idleSentence(share float64, idle, of int) string {
-	return fmt.Sprintf("the lock sat free for %.0f%% of the time while buyers waited for it (after %d of %d releases, longer than a woken buyer needs): they were asleep when it was released", 100*share, idle, of)
 }
 
 // idleShare is the idle gaps' time, the longest aside, as a share of the time from the first

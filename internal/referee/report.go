@@ -1,9 +1,7 @@
 package referee
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/vocab"
@@ -121,7 +119,7 @@ func (r *Referee) Report() *Report {
 		found[vocab.Stuck] = r.liveStuckSaid
 	}
 	if len(r.lost) > 0 {
-		found[vocab.LostSales] = fmt.Sprintf("%d orders were turned away while units remained; first: %s", len(r.lost), r.lost[0])
+		found[vocab.LostSales] = lostSalesSentence(len(r.lost), r.lost[0])
 		who[vocab.LostSales] = []int{r.lost[0].Buyer}
 	}
 	if len(r.reentry) > 0 {
@@ -213,134 +211,3 @@ func (r *Referee) starvations() []Starve {
 // Complete reports whether the referee could judge every kind the scenario judges. Hazard: an
 // incomplete report's verdict rests on partial evidence; tests fail it, and the lab says so.
 func (rep *Report) Complete() bool { return len(rep.Unjudged) == 0 }
-
-// Headline is the first violation in one sentence, with the oversold units where there are any:
-// "buyer 3 and buyer 7 were both inside the critical section for 140 ms; 2 units oversold".
-func (rep *Report) Headline() string {
-	if !rep.Complete() {
-		return "no verdict: " + rep.Why()
-	}
-	if len(rep.Explain) == 0 {
-		return "no violation: every judged invariant held"
-	}
-	s := rep.Explain[0].Sentence
-	if rep.Explain[0].Kind == vocab.Overlap && rep.Oversold > 0 {
-		s += fmt.Sprintf("; %d oversold", rep.Oversold)
-	}
-	return s
-}
-
-// Why says in one line what kept the referee from judging: the timeout, or the first thing it
-// could not see.
-func (rep *Report) Why() string {
-	if rep.TimedOut != "" {
-		return rep.TimedOut
-	}
-	for _, b := range rep.Untracked {
-		return b.What
-	}
-	return ""
-}
-
-// Text renders the report in words.
-func (rep *Report) Text() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "step %s, scenario %s (%s backend, %d buyers)\n", rep.Step, rep.Scenario, rep.Backend, rep.Buyers)
-	if rep.What != "" {
-		fmt.Fprintf(&b, "  what happens: %s\n", rep.What)
-	}
-	if rep.Plays > 1 {
-		fmt.Fprintf(&b, "  play %d of %d is told here; the verdict is every play's\n", rep.Play, rep.Plays)
-	}
-	fmt.Fprintf(&b, "  stock: %d → %d; orders confirmed: %d; oversold units: %d\n",
-		rep.InitialStock, rep.FinalStock, rep.Confirmed, rep.Oversold)
-	if rep.Confirmed == 0 {
-		fmt.Fprintf(&b, "  Redis commands: %d (no order confirmed)\n", rep.Commands)
-	} else {
-		fmt.Fprintf(&b, "  Redis commands: %d (%.1f per confirmed order)\n", rep.Commands, rep.CommandsPerOrder)
-	}
-	if rep.FailedOver {
-		b.WriteString("  the lock primary failed over to its replica\n")
-	}
-	const most = 5 // a run of many buyers overlaps pairwise; the first few tell the story
-	for i, o := range rep.Overlaps {
-		if i == most {
-			fmt.Fprintf(&b, "  … and %d more overlapping pairs\n", len(rep.Overlaps)-most)
-			break
-		}
-		fmt.Fprintf(&b, "  overlap: %s (from %s to %s)\n", o, ms(o.From), ms(o.To))
-	}
-	for _, f := range rep.ForeignReleases {
-		fmt.Fprintf(&b, "  foreign release: %s at %s\n", f, ms(f.At))
-	}
-	if n := len(rep.LostSales); n > 0 {
-		fmt.Fprintf(&b, "  lost sales: %d orders turned away while units remained\n", n)
-	}
-	for _, e := range rep.ReentryFailures {
-		fmt.Fprintf(&b, "  reentry failed: %s\n", e)
-	}
-	judged := func(k vocab.Kind) bool {
-		return slices.Contains(rep.Judged, k)
-	}
-	if judged(vocab.Starved) {
-		for _, s := range rep.Starvations {
-			fmt.Fprintf(&b, "  starved: %s\n", s)
-		}
-	}
-	if judged(vocab.Idle) {
-		fmt.Fprintf(&b, "  the lock sat free for %.1f%% of the time while buyers waited for it, the longest gap aside (limit %.0f%%); idle after %d of %d releases\n", 100*rep.IdleShare, 100*vocab.IdleLimit, rep.IdleReleases, rep.WaitedReleases)
-	}
-	var also []vocab.Kind
-	for _, k := range rep.Found {
-		if !judged(k) {
-			also = append(also, k)
-		}
-	}
-	if len(also) > 0 {
-		fmt.Fprintf(&b, "  also seen, not judged by %s: %s\n", rep.Scenario, joinKinds(also))
-	}
-	if rep.TimedOut != "" {
-		fmt.Fprintf(&b, "  timed out: %s\n", rep.TimedOut)
-	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "  note: %s\n", n)
-	}
-	if rep.SecondOpinion != "" {
-		fmt.Fprintf(&b, "  second checker (porcupine, the shop as atomic sales): %s\n", rep.SecondOpinion)
-	}
-	if rep.Disagree != "" {
-		fmt.Fprintf(&b, "  the checkers disagree: %s\n", rep.Disagree)
-	}
-	for _, u := range rep.Untracked {
-		fmt.Fprintf(&b, "  not seen (%s unjudged): %s\n", joinKinds(u.Kinds), u.What)
-	}
-	switch {
-	case !rep.Complete():
-		fmt.Fprintf(&b, "verdict: ? the referee could not judge %s\n", joinKinds(rep.Unjudged))
-	case len(rep.Violations) == 0:
-		fmt.Fprintf(&b, "verdict: ✓ none of %s happened\n", joinKinds(rep.Judged))
-	}
-	if len(rep.Violations) > 0 {
-		fmt.Fprintf(&b, "verdict: ✗ %s\n", joinKinds(rep.Violations))
-		for _, f := range rep.Explain {
-			fmt.Fprintf(&b, "  %s: %s\n", f.Kind, f.Sentence)
-		}
-	}
-	return b.String()
-}
-
-func joinKinds(ks []vocab.Kind) string {
-	s := make([]string, len(ks))
-	for i, k := range ks {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
-}
-
-func floodSentence(commands, confirmed int) string {
-	if confirmed == 0 {
-		return fmt.Sprintf("%d Redis commands and no order confirmed yet (limit %d per order)", commands, vocab.FloodLimit)
-	}
-	return fmt.Sprintf("%d Redis commands for %d confirmed orders: %.0f per order (limit %d)",
-		commands, confirmed, float64(commands)/float64(confirmed), vocab.FloodLimit)
-}

@@ -1,8 +1,6 @@
 package referee
 
 import (
-	"fmt"
-
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/shopcheck"
 )
@@ -75,7 +73,7 @@ func secondOpinion(h *history.History, oversold int, overlaps int) (linearizable
 		said = "linearizable: one sale after another explains every order"
 	case v.Linearizable:
 		said = "linearizable"
-		disagree = fmt.Sprintf("the referee counts %d oversold, yet one sale after another explains every order's read and write: an order confirmed without taking its unit off the shelf, or the shelf changed outside the orders", oversold)
+		disagree = disagreeSays(oversold)
 	case oversold > 0:
 		said = "not linearizable: " + v.Why
 	default:
