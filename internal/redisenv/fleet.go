@@ -242,11 +242,31 @@ func (f *fleet) Close() error {
 	return f.closeErr
 }
 
+// clientList is CLIENT LIST, each client's fields by name; nothing when the server does not answer.
+func clientList(ctx context.Context, c *redis.Client) []map[string]string {
+	list, err := c.ClientList(ctx).Result()
+	if err != nil {
+		return nil
+	}
+	var out []map[string]string
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		fields := map[string]string{}
+		for _, kv := range strings.Fields(line) {
+			k, v, _ := strings.Cut(kv, "=")
+			fields[k] = v
+		}
+		out = append(out, fields)
+	}
+	return out
+}
+
 // Strangers lists, for the server and sentinel backends, the clients of the nodes and the
 // inventory whose connections nobody claimed and that have sent a command (CLIENT LIST: each
-// client's address and last command, matched against the claimed local addresses). The
-// Sentinels' own connections are known by their user (sentinelUser). A container's clients reach
-// it through Docker's NAT, under addresses the lab cannot match: there it says nothing.
+// client's address and last command, matched against the claimed local addresses; one the lab
+// has closed but the server still lists is asked about again, as the server has read its end by
+// the next answer). The Sentinels' own connections are known by their user (sentinelUser). A
+// container's clients reach it through Docker's NAT, under addresses the lab cannot match: there
+// it says nothing.
 func (f *fleet) Strangers(ctx context.Context) []string {
 	if f.backend != "server" && f.backend != "sentinel" {
 		return nil
@@ -255,26 +275,34 @@ func (f *fleet) Strangers(ctx context.Context) []string {
 	look := func(name, addr string) {
 		c := redis.NewClient(claiming(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1}))
 		defer c.Close()
-		list, err := c.ClientList(ctx).Result()
-		if err != nil {
-			return
-		}
-		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
-			fields := map[string]string{}
-			for _, kv := range strings.Fields(line) {
-				k, v, _ := strings.Cut(kv, "=")
-				fields[k] = v
-			}
-			if claimedAddr(fields["addr"]) || strings.ContainsAny(fields["flags"], "SM") {
-				continue
-			}
-			if f.w != nil && fields["user"] == sentinelUser {
+		var strangers []map[string]string
+		suspects := map[string]map[string]string{} // by id: claimed connections closed now
+		for _, fields := range clientList(ctx, c) {
+			if strings.ContainsAny(fields["flags"], "SM") || (f.w != nil && fields["user"] == sentinelUser) {
 				continue
 			}
 			switch fields["cmd"] {
 			case "NULL", "client|list", "hello", "client|setinfo", "client|setname", "ping", "info", "auth", "select":
 				continue
 			}
+			switch lab, closed := claimedAddr(fields["addr"]); {
+			case lab:
+			case closed:
+				suspects[fields["id"]] = fields
+			default:
+				strangers = append(strangers, fields)
+			}
+		}
+		if len(suspects) > 0 {
+			// The lab closed these before the server read their end: it has read it by the time
+			// it answers again. One still there is a stranger's connection on a reused port.
+			for _, fields := range clientList(ctx, c) {
+				if s, ok := suspects[fields["id"]]; ok && s["addr"] == fields["addr"] {
+					strangers = append(strangers, fields)
+				}
+			}
+		}
+		for _, fields := range strangers {
 			out = append(out, fmt.Sprintf("a client at %s the lab did not hand out sent commands to the %s (the last: %s)", fields["addr"], name, fields["cmd"]))
 		}
 	}

@@ -211,13 +211,15 @@ func Claim(c net.Conn) {
 var claimedAddrs sync.Map
 
 // claimedAddr reports whether addr is the local address of a claimed connection that is still
-// open. A closed one is forgotten: the kernel gives its port to the next connection, which may be
-// a stranger's (in one test process that ran many backends, a stranger was taken for the lab's
-// in 4 of 10 runs while closed claims were kept).
-func claimedAddr(addr string) bool {
+// open (lab), and whether it was one that is closed now (closed). A closed one is forgotten: the
+// kernel gives its port to the next connection, which may be a stranger's (in one test process
+// that ran many backends, a stranger was taken for the lab's in 4 of 10 runs while closed claims
+// were kept). Hazard: a server may list a connection the lab has just closed, its FIN not read
+// yet; a caller asks the server again before it calls that one a stranger (see fleet's Strangers).
+func claimedAddr(addr string) (lab, closed bool) {
 	v, ok := claimedAddrs.Load(addr)
 	if !ok {
-		return false
+		return false, false
 	}
 	if sc, ok := v.(syscall.Conn); ok {
 		rc, err := sc.SyscallConn()
@@ -226,8 +228,8 @@ func claimedAddr(addr string) bool {
 		}
 		if err != nil { // closed
 			claimedAddrs.CompareAndDelete(addr, v)
-			return false
+			return false, true
 		}
 	}
-	return true
+	return true, false
 }
