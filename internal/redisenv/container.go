@@ -1,8 +1,9 @@
+//go:build container
+
 package redisenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -21,17 +22,14 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
-// ErrNoDocker is what Open wraps for the container backend when no Docker daemon answers; the
-// reason follows it on the same line.
-var ErrNoDocker = errors.New("redisenv: the container backend needs a running Docker daemon")
-
-// DefaultImage is the container backend's image when $LAB_REDIS_IMAGE is empty: an official
-// Redis 7 image, pulled from Docker Hub on first use.
-const DefaultImage = "redis:7"
-
-// ContainerLabel marks every container the backend starts (value: the run's prefix), so
-// `docker ps -a --filter label=org.lockstep-lab.run` lists any a killed program left behind.
-const ContainerLabel = "org.lockstep-lab.run"
+// openContainer is Open's container backend: this build has it (-tags container).
+func openContainer(n int) (Env, error) {
+	c, err := NewContainerNodes(n)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
 // Container is the server backend's topology in containers started by testcontainers-go, from the
 // image $LAB_REDIS_IMAGE: lock nodes, each a primary with a replica fed by real REPLICAOF

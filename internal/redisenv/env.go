@@ -114,7 +114,7 @@ func Open(name string, o Options) (Env, error) {
 	case name == "sentinel":
 		return NewSentinelNodes(n)
 	case name == "container":
-		return NewContainerNodes(n)
+		return openContainer(n)
 	}
 	return NewURL(name)
 }
