@@ -9,9 +9,10 @@ import (
 // reply is lost: its client times out a quarter TTL later and, as go-redis does with a command
 // that timed out, sends it again. A second buyer comes a tenth of a TTL after the write, while any
 // lease it set has most of its time to run: a Lock that gives up sooner than that (a try-once lock,
-// the aspect's 30 short tries: under half a TTL) is turned away, whatever the machine's pace. A lock without a TTL now stays for ever (stuck), one with a TTL turns buyers
-// away until it runs out (lost-sales: the first buyer is turned away by its own lock), a lock that
-// waits waits it out, and one that retries under the same owner takes its own lock back.
+// the aspect's 30 short tries: under half a TTL) is turned away, whatever the machine's pace. A
+// lock without a TTL now stays for ever (stuck), one with a TTL turns buyers away until it runs out
+// (lost-sales: the first buyer is turned away by its own lock), a lock that waits waits it out,
+// and one that retries under the same owner takes its own lock back.
 //
 // It judges stuck and lost-sales: what a lock nobody knows it holds does to the shop. Overlap
 // cannot come of it (the write landed: the lock is held, by nobody who knows).
