@@ -58,8 +58,9 @@ type Arena struct {
 	onEvent  func(referee.Event)
 	inv      *redis.Client // the lab's own: stocks the shelf, stamps, reads back
 	nodes    []*nodeEye
-	prio     *priority  // the greedy scenario's head start
-	idle     *idleProbe // the allowance of each idle gap
+	prio     *priority   // the greedy scenario's head start
+	idle     *idleProbe  // the allowance of each idle gap
+	stalls   *stallWatch // on the wall clock of a real server: how long the machine stalled the run
 
 	mu        sync.Mutex // guards what follows, procs and the orders
 	procs     []*process
@@ -129,6 +130,9 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, turn: durable.New()})
 	}
 	a.idle = newIdleProbe(a, a.nodes[0])
+	if cfg.Env.Backend() != "embedded" {
+		a.stalls = watchStalls(a.inv, a.start)
+	}
 	return a, nil
 }
 
@@ -302,6 +306,9 @@ func (a *Arena) Report(ctx context.Context) *referee.Report {
 	for _, s := range a.env.Strangers(ctx) {
 		a.recordNow(history.Record{Kind: history.RecBlind, What: s + ": use the client the lab gives you (Proc.Redis, Proc.Nodes)", Kinds: steps.Kinds})
 	}
+	if rec, ok := a.stalls.blind(a.t.TTL / 4); ok {
+		a.recordNow(rec)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.record(history.Record{Kind: history.RecFinal, Stock: final})
@@ -318,6 +325,7 @@ func (a *Arena) Close() {
 	}
 	a.prio.close()
 	a.idle.close()
+	a.stalls.close()
 	ctx := context.Background()
 	a.inv.Del(ctx, a.stockKey, a.seqKey, a.fenceKey)
 	for _, e := range a.nodes {

@@ -110,7 +110,7 @@ func checkURLLeavesOtherKeysAlone(t *testing.T, events string) {
 			if env.Backend() != "url" || env.Nodes()[0].CanFailover() {
 				t.Fatalf("backend %q, CanFailover %v", env.Backend(), env.Nodes()[0].CanFailover())
 			}
-			rep, err := scenario.Run(ctx, arena.Config{Step: st, Env: env}, sc)
+			rep, _, err := scenario.Steady(ctx, arena.Config{Step: st, Env: env}, sc, scenario.StallTries)
 			switch {
 			case sc == steps.Failover || sc == steps.Restart:
 				if !errors.Is(err, arena.ErrCannotStage) {

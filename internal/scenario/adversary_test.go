@@ -148,7 +148,7 @@ func TestAdversaries(t *testing.T) {
 			steptest.Bubble(t, func(t *testing.T) {
 				env := steptest.Env(t, redisenv.Options{})
 				st := &steps.Step{Slug: "adversary", New: c.new, Order: c.order}
-				rep, err := scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, c.sc)
+				rep, _, err := scenario.Steady(context.Background(), arena.Config{Step: st, Env: env}, c.sc, scenario.StallTries)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -253,7 +253,7 @@ func TestRefereeSaysWhatItCannotSee(t *testing.T) {
 		defer env.Close()
 		st, _ := catalogFind("04")
 		for _, sc := range []steps.Scenario{steps.UnlockRace, steps.Crash} {
-			rep, err := scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
+			rep, _, err := scenario.Steady(context.Background(), arena.Config{Step: st, Env: env}, sc, scenario.StallTries)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,7 +274,7 @@ func TestRefereeSaysWhatItCannotSee(t *testing.T) {
 				}, unlock: func(context.Context, string) error { return nil }}
 			}, Order: orderDefer}
 			tm := history.Timing{TTL: 30 * time.Millisecond, Work: 3 * time.Millisecond, RTT: 250 * time.Microsecond}
-			rep, err := scenario.Run(context.Background(), arena.Config{Step: st, Env: steptest.Env(t, redisenv.Options{}), Timing: tm}, steps.Contention)
+			rep, _, err := scenario.Steady(context.Background(), arena.Config{Step: st, Env: steptest.Env(t, redisenv.Options{}), Timing: tm}, steps.Contention, scenario.StallTries)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -341,7 +341,7 @@ func TestLearnerLocks(t *testing.T) {
 				st := &steps.Step{Slug: "learner", New: c.new, Order: c.order}
 				steptest.Bubble(t, func(t *testing.T) {
 					env := steptest.Env(t, redisenv.Options{})
-					rep, err := scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, x.sc)
+					rep, _, err := scenario.Steady(context.Background(), arena.Config{Step: st, Env: env}, x.sc, scenario.StallTries)
 					if err != nil {
 						t.Fatal(err)
 					}

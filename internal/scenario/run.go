@@ -109,3 +109,20 @@ func (sc *Scenario) play(ctx context.Context, cfg arena.Config, try int) (*refer
 	}
 	return a.Report(context.WithoutCancel(ctx)), s.Race(), nil
 }
+
+// StallTries is how many plays the tests give a cell on the wall clock while the machine stalls
+// them (Steady).
+const StallTries = 5
+
+// Steady plays name as Run does, and again while the machine stalled the run (arena.Stalled), at
+// most tries plays in all: a verdict of the lock, not of the machine's load. It returns the last
+// report and how many plays before it were stalled. For the tests and the headless commands on the wall
+// clock; the terminal lab, which draws each event as it comes, plays once and says `?`.
+func Steady(ctx context.Context, cfg arena.Config, name steps.Scenario, tries int) (*referee.Report, int, error) {
+	for stalled := 0; ; stalled++ {
+		rep, err := Run(ctx, cfg, name)
+		if err != nil || !arena.Stalled(rep) || stalled+1 >= tries {
+			return rep, stalled, err
+		}
+	}
+}

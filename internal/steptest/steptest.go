@@ -156,7 +156,11 @@ func Play(t *testing.T, st *steps.Step, sc steps.Scenario) (rep *referee.Report,
 	t.Helper()
 	if !Virtual() {
 		env := Env(t, redisenv.Options{Nodes: st.Nodes})
-		return scenario.Run(context.Background(), arena.Config{Step: st, Env: env}, sc)
+		rep, stalled, err := scenario.Steady(context.Background(), arena.Config{Step: st, Env: env}, sc, scenario.StallTries)
+		if stalled > 0 {
+			t.Logf("played %d more time(s): the machine stalled the run", stalled)
+		}
+		return rep, err
 	}
 	synctest.Test(t, func(t *testing.T) {
 		env, oerr := redisenv.NewEmbeddedNodes(max(st.Nodes, 1))
