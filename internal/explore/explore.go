@@ -1,0 +1,152 @@
+package explore
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/matrix"
+	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// Env names the environment variable that tells TestExplore what to explore: a Request as JSON.
+const Env = "LOCKSTEP_EXPLORE"
+
+// Request is what lab explore asks of TestExplore.
+type Request struct {
+	// Step is the catalog's slug of the step to explore; "" for the learner's package laid over
+	// the test binary.
+	Step string `json:"step,omitempty"`
+	// Seed is the first program's seed; program i of the exploration is Generate(Seed+i).
+	Seed   uint64        `json:"seed"`
+	Budget time.Duration `json:"budget"` // wall time for playing programs (shrinking comes after)
+	Buyers int           `json:"buyers"` // the most buyers a program has
+	// Out is the file the Result goes to, as JSON.
+	Out string `json:"out"`
+}
+
+// ShrinkTries is how many candidates Shrink may play: a program of 3 buyers and 2 faults shrinks
+// in a few dozen.
+const ShrinkTries = 300
+
+// Result is what an exploration found.
+type Result struct {
+	Step      string        `json:"step"`
+	Seed      uint64        `json:"seed"`       // the first program's seed
+	Programs  int           `json:"programs"`   // programs played before the first break (or in the budget)
+	NoVerdict int           `json:"no_verdict"` // of those, how many had no verdict (a run past its deadline, a lock's goroutines left waiting)
+	Simulated time.Duration `json:"simulated"`  // their simulated time together
+	Wall      time.Duration `json:"wall"`       // the wall time they took
+	Found     *Found        `json:"found,omitempty"`
+	// Err is why exploring stopped short (a backend that failed to start).
+	Err string `json:"error,omitempty"`
+}
+
+// Found is a program that broke the lock, and the smallest one it shrank to.
+type Found struct {
+	Original Program `json:"original"` // as its seed wrote it
+	Program  Program `json:"program"`  // shrunk
+	// Way is how it broke the lock (the first kind of its verdict); the shrunk program breaks it
+	// the same way.
+	Way vocab.Kind `json:"way"`
+	// Lines say the shrunk program in words, with what each fault said as it struck.
+	Lines []string `json:"lines"`
+	// Report is the shrunk program's run, judged: its verdict, the referee's sentences, its
+	// history.
+	Report *referee.Report `json:"report"`
+	// OriginalViolations is the verdict of the program as its seed wrote it.
+	OriginalViolations []vocab.Kind `json:"original_violations"`
+	// After is the wall time from the start to the end of the program that broke the lock.
+	After  time.Duration `json:"after"`
+	Shrink int           `json:"shrink"` // the candidates Shrink played
+}
+
+// Progress is where an exploration stands: programs played, simulated and wall time so far, and
+// while shrinking, the size reached.
+type Progress struct {
+	Programs  int           `json:"programs"`
+	Simulated time.Duration `json:"simulated"`
+	Wall      time.Duration `json:"wall"`
+	// Shrinking is the program being shrunk's size in words ("" while exploring).
+	Shrinking string `json:"shrinking,omitempty"`
+}
+
+// Explore plays st against the programs of req.Seed, req.Seed+1, … each in a bubble of its own
+// until one breaks the lock or req.Budget of wall time is spent, then shrinks the one that broke
+// it. progress is told after each program and each shrinking step. Hazard: a bubble that panics (a
+// learner's lock whose goroutines outlive the run) is a program without a verdict, not a break.
+func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Progress)) Result {
+	res := Result{Step: st.Slug, Seed: req.Seed}
+	start := time.Now()
+	l := Limits{Buyers: req.Buyers, Nodes: st.Nodes}
+	play := func(p Program) (*referee.Report, error) {
+		var rep *referee.Report
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					rep, err = nil, nil
+				}
+			}()
+			rep, err = Run(st, p, bubble)
+		}()
+		return rep, err
+	}
+	for seed := req.Seed; time.Since(start) < req.Budget; seed++ {
+		p := Generate(seed, l)
+		rep, err := play(p)
+		if err != nil {
+			res.Err = err.Error()
+			return res
+		}
+		res.Programs++
+		res.Wall = time.Since(start)
+		if rep == nil || !rep.Complete() {
+			res.NoVerdict++
+		}
+		if rep != nil {
+			res.Simulated += Simulated(rep.History)
+		}
+		if progress != nil {
+			progress(Progress{Programs: res.Programs, Simulated: res.Simulated, Wall: res.Wall})
+		}
+		way := Way(rep)
+		if way == "" {
+			continue
+		}
+		f := &Found{Original: p, Way: way, OriginalViolations: rep.Violations, After: res.Wall}
+		last := rep
+		f.Program, f.Shrink = Shrink(p, ShrinkTries, func(c Program) bool {
+			r, err := play(c)
+			if err != nil || Way(r) != way {
+				return false
+			}
+			last = r
+			if progress != nil {
+				b, n := c.Size()
+				progress(Progress{Programs: res.Programs, Simulated: res.Simulated, Wall: time.Since(start),
+					Shrinking: fmt.Sprintf("%d buyer(s), %d fault(s)", b, n)})
+			}
+			return true
+		})
+		// The last run that broke the lock is the shrunk program's: Shrink keeps each candidate
+		// that breaks it, and the last it kept is what it returns.
+		f.Report = last
+		f.Lines = f.Program.Lines(Struck(last.History))
+		res.Found = f
+		return res
+	}
+	return res
+}
+
+// WriteResult writes r to file as JSON.
+func WriteResult(file string, r Result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}
