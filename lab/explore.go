@@ -13,13 +13,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/explore"
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/lab/grading"
+	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
@@ -38,12 +41,14 @@ type exploreFlags struct {
 	nodes  int
 	asJSON bool
 	save   string
+	faults string
+	kinds  string
 }
 
 // exploreCmd explores the step or the learner's folder its one argument names: exit 1 with the
 // shrunk program when a program broke the lock, 0 when none did within the budget, 2 on bad input.
 func exploreCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("explore", "lab explore [-seed 1] [-budget 60s] [-buyers 3] [-nodes 1] [-json] [-save FILE] STEP|DIR\n\n"+
+	fs := newFlags("explore", "lab explore [-seed 1] [-budget 60s] [-buyers 3] [-faults LIST] [-kinds LIST] [-nodes 1] [-json] [-save FILE] STEP|DIR\n\n"+
 		"Plays random programs against a step of the catalog (04, 13_pubsub…) or your lock's package in DIR:\n"+
 		"a few buyers with random orders, work and waits, and the lab's faults at points defined by what a\n"+
 		"process did, each program in virtual time on the embedded backend and judged for every kind. The\n"+
@@ -55,6 +60,8 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.budget, "budget", 60*time.Second, "wall time for playing programs (the build and shrinking come on top)")
 	fs.IntVar(&f.buyers, "buyers", 3, "the most buyers a program has (1…8)")
 	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets, for DIR (Proc.Nodes): 3 for a quorum lock")
+	fs.StringVar(&f.faults, "faults", "", "the faults a program may arm, comma-separated (default every one: "+faultNames(explore.Faults)+"); \"none\" for none")
+	fs.StringVar(&f.kinds, "kinds", "", "the kinds a program is judged for, comma-separated (default every kind: "+joinKinds(steps.Kinds)+")")
 	fs.BoolVar(&f.asJSON, "json", false, "print what was found as JSON (explore.Result), for machines")
 	fs.StringVar(&f.save, "save", "", "write the found program and its run to this file (lab judge reads it)")
 	if err := parseFlags(fs, args); err != nil {
@@ -78,6 +85,22 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 		return usageError("-nodes %d: want 1…9 lock nodes", f.nodes)
 	}
 	req := explore.Request{Seed: f.seed, Budget: f.budget, Buyers: f.buyers}
+	if f.faults != "" {
+		faults, err := parseFaults(f.faults)
+		if err != nil {
+			return err
+		}
+		req.Faults = faults
+	}
+	if f.kinds != "" {
+		for _, name := range strings.Split(f.kinds, ",") {
+			k := steps.Kind(strings.TrimSpace(name))
+			if !slices.Contains(steps.Kinds, k) {
+				return usageError("-kinds: no kind %q (want some of %s)", name, joinKinds(steps.Kinds))
+			}
+			req.Kinds = append(req.Kinds, k)
+		}
+	}
 	var p *grading.Pkg
 	if st, err := catalog.Find(target); err == nil {
 		if nodesSet {
@@ -254,6 +277,12 @@ func replayArgs(what string, seed uint64, f exploreFlags) string {
 	if f.nodes != 1 {
 		s += fmt.Sprintf(" -nodes %d", f.nodes)
 	}
+	if f.faults != "" {
+		s += " -faults " + f.faults
+	}
+	if f.kinds != "" {
+		s += " -kinds " + f.kinds
+	}
 	return s + " " + what
 }
 
@@ -329,4 +358,31 @@ func init() {
 	learner = &steps.Step{Slug: %q, Side: true, Nodes: %d, New: yourlock.New, Order: %s}
 }
 `, p.ImportPath, p.Rel, nodes, order)}
+}
+
+// parseFaults reads -faults: names of explore.Faults, comma-separated, or "none".
+func parseFaults(list string) ([]history.Fault, error) {
+	out := []history.Fault{}
+	if list == "none" {
+		return out, nil
+	}
+	for _, name := range strings.Split(list, ",") {
+		f := history.Fault(strings.TrimSpace(name))
+		if !slices.Contains(explore.Faults, f) {
+			return nil, usageError("-faults: no fault %q (want some of %s, or none)", name, faultNames(explore.Faults))
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// faultNames is fs, comma-separated.
+func faultNames(fs []history.Fault) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ",")
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/vocab"
@@ -24,6 +25,10 @@ type Request struct {
 	Seed   uint64        `json:"seed"`
 	Budget time.Duration `json:"budget"` // wall time for playing programs (shrinking comes after)
 	Buyers int           `json:"buyers"` // the most buyers a program has
+	// Faults are the moves a program may arm (nil: every one).
+	Faults []history.Fault `json:"faults,omitempty"`
+	// Kinds are the kinds a program is judged for (nil: every kind).
+	Kinds []vocab.Kind `json:"kinds,omitempty"`
 	// Out is the file the Result goes to, as JSON.
 	Out string `json:"out"`
 }
@@ -81,7 +86,7 @@ type Progress struct {
 func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Progress)) Result {
 	res := Result{Step: st.Slug, Seed: req.Seed}
 	start := time.Now()
-	l := Limits{Buyers: req.Buyers, Nodes: st.Nodes}
+	l := Limits{Buyers: req.Buyers, Nodes: st.Nodes, Faults: req.Faults}
 	play := func(p Program) (*referee.Report, error) {
 		var rep *referee.Report
 		var err error
@@ -91,7 +96,7 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 					rep, err = nil, nil
 				}
 			}()
-			rep, err = Run(st, p, bubble)
+			rep, err = Run(st, p, req.Kinds, bubble)
 		}()
 		return rep, err
 	}

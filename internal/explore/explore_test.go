@@ -165,11 +165,11 @@ func TestASeedIsOneRun(t *testing.T) {
 			if q := explore.Generate(seed, l); !reflect.DeepEqual(p, q) {
 				t.Fatalf("seed %d wrote two programs", seed)
 			}
-			r1, err := explore.Run(st, p, bubble(t))
+			r1, err := explore.Run(st, p, nil, bubble(t))
 			if err != nil {
 				t.Fatal(err)
 			}
-			r2, err := explore.Run(st, p, bubble(t))
+			r2, err := explore.Run(st, p, nil, bubble(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -257,5 +257,35 @@ func TestExploreFindsAndShrinks(t *testing.T) {
 	}
 	if len(a.Found.Lines) != len(a.Found.Program.Buyers)+1 {
 		t.Errorf("the program in words has %d lines for %d buyers: %q", len(a.Found.Lines), len(a.Found.Program.Buyers), a.Found.Lines)
+	}
+}
+
+// pauseFound is what lab explore -faults pause -kinds overlap 16 found from seed 1 and shrank to:
+// two buyers at the start, the first paused just before its stock write. Held as a regression case.
+var pauseFound = explore.Program{Stock: 1, Buyers: []explore.Buyer{
+	{Orders: []explore.Order{{Fault: arena.FaultPause}}},
+	{Orders: []explore.Order{{}}},
+}}
+
+// TestAFoundProgramIsARegressionCase: a program explore found is data a test holds: the fencing
+// token of 16 turns the pause into two buyers inside and a refused write (overlap, not oversold);
+// 09, which has no token, oversells; 17 takes no lock and sells atomically, so the pause breaks
+// nothing.
+func TestAFoundProgramIsARegressionCase(t *testing.T) {
+	for _, tc := range []struct {
+		step string
+		want []steps.Kind
+	}{
+		{"16", []steps.Kind{steps.Overlap}},
+		{"09", []steps.Kind{steps.Overlap, steps.Oversold}},
+		{"17", nil},
+	} {
+		rep, err := explore.Run(step(t, tc.step), pauseFound, []steps.Kind{steps.Overlap, steps.Oversold}, bubble(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Complete() || !slices.Equal(rep.Violations, tc.want) && len(tc.want)+len(rep.Violations) > 0 {
+			t.Errorf("%s under the found pause: %v (unjudged %v), want %v", tc.step, rep.Violations, rep.Unjudged, tc.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -84,10 +85,10 @@ func arm(s *arena.Stage, a *arena.Actor, o Order) {
 }
 
 // Run plays p against st on a fresh embedded backend, inside bubble when one is given (a
-// testing/synctest bubble: virtual time), and returns the referee's report, judged for every
-// kind. A move that never found its point is no fault of the program's: unlike a scenario's, it
+// testing/synctest bubble: virtual time), and returns the referee's report, judged for the kinds
+// judged (nil: every kind). A move that never found its point is no fault of the program's: unlike a scenario's, it
 // makes no verdict incomplete (the program's words say it never struck).
-func Run(st *steps.Step, p Program, bubble matrix.Bubble) (rep *referee.Report, err error) {
+func Run(st *steps.Step, p Program, judged []vocab.Kind, bubble matrix.Bubble) (rep *referee.Report, err error) {
 	play := func() {
 		var env redisenv.Env
 		env, err = redisenv.Open("embedded", redisenv.Options{Nodes: st.Nodes})
@@ -95,7 +96,7 @@ func Run(st *steps.Step, p Program, bubble matrix.Bubble) (rep *referee.Report, 
 			return
 		}
 		defer env.Close()
-		rep, err = run(context.Background(), st, env, p)
+		rep, err = run(context.Background(), st, env, p, judged)
 	}
 	if bubble != nil {
 		bubble(play)
@@ -105,11 +106,14 @@ func Run(st *steps.Step, p Program, bubble matrix.Bubble) (rep *referee.Report, 
 	return rep, err
 }
 
-// run plays p against st on env.
-func run(ctx context.Context, st *steps.Step, env redisenv.Env, p Program) (*referee.Report, error) {
+// run plays p against st on env, judged for judged (nil: every kind).
+func run(ctx context.Context, st *steps.Step, env redisenv.Env, p Program, judged []vocab.Kind) (*referee.Report, error) {
+	if judged == nil {
+		judged = vocab.Kinds
+	}
 	t := history.DefaultTiming()
 	a, err := arena.NewArena(ctx, arena.Config{Step: st, Env: env, Timing: t, Stock: p.Stock,
-		Scenario: Scenario, What: p.What(), Judged: steps.Kinds})
+		Scenario: Scenario, What: p.What(), Judged: judged})
 	if err != nil {
 		return nil, err
 	}

@@ -85,12 +85,17 @@ func last(f history.Fault) bool { return f == arena.FaultCrash || f == arena.Fau
 type Limits struct {
 	Buyers int // the most buyers (0: 3)
 	Nodes  int // the lock nodes the step takes (a missing node only with 3 or more)
+	// Faults are the moves a program may arm (nil: every one of Faults; empty: none).
+	Faults []history.Fault
 }
 
 // Generate writes the program of seed: the same seed and limits give the same program.
 func Generate(seed uint64, l Limits) Program {
 	if l.Buyers <= 0 {
 		l.Buyers = 3
+	}
+	if l.Faults == nil {
+		l.Faults = Faults
 	}
 	r := rand.New(rand.NewPCG(seed, 0x6c6f636b73746570)) // "lockstep"
 	p := Program{Seed: seed, Stock: 1 + r.IntN(4)}
@@ -117,7 +122,10 @@ func Generate(seed uint64, l Limits) Program {
 	}
 	nodeMove := false
 	for range r.IntN(3) {
-		f := Faults[r.IntN(len(Faults))]
+		if len(l.Faults) == 0 {
+			break
+		}
+		f := l.Faults[r.IntN(len(l.Faults))]
 		bi := r.IntN(len(p.Buyers))
 		b := &p.Buyers[bi]
 		k := r.IntN(len(b.Orders))
