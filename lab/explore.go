@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -175,7 +174,7 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 	}
 	switch {
 	case err == nil && res.Err != "":
-		return errors.New(res.Err)
+		return fmt.Errorf("%s: %s", what, res.Err)
 	case err != nil || runErr != nil:
 		return fmt.Errorf("the explorer of %s failed: %s", what, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
 	}
@@ -356,8 +355,9 @@ import (
 
 func init() {
 	learner = &steps.Step{Slug: %q, Side: true, Nodes: %d, New: yourlock.New, Order: %s}
+	learnerPkg = %q
 }
-`, p.ImportPath, p.Rel, nodes, order)}
+`, p.ImportPath, p.Rel, nodes, order, p.ImportPath)}
 }
 
 // parseFaults reads -faults: names of explore.Faults, comma-separated, or "none".

@@ -5,11 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/explore"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/lab/grading"
 )
 
 // exploreLab runs lab explore with args and returns its exit status, stdout and stderr.
@@ -88,5 +93,31 @@ func TestExplore17FindsNothing(t *testing.T) {
 	}
 	if res.Found != nil || res.Programs < 10 || res.Step != "17_atomic_stock" || !slices.Contains([]uint64{1}, res.Seed) {
 		t.Errorf("17 explored: %+v", res)
+	}
+}
+
+// TestExploreNamesWhatHangs: a lock that holds a sync.Mutex from Lock to Unlock stops a bubble's
+// clock once a second request of its process waits for it; the exploration ends with one line that
+// names the program's seed, the lock's frame and the cause, never a stack trace or a silent hang.
+func TestExploreNamesWhatHangs(t *testing.T) {
+	t.Parallel() // explore builds and runs a binary of its own
+	p, err := grading.Inspect(copyLearner(t, "mutex_across_wait"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := explore.Request{Seed: 1, Budget: time.Minute, Buyers: 1, Faults: []history.Fault{arena.FaultSecond}, Hang: 3 * time.Second}
+	var out, errw bytes.Buffer
+	err = exploreRun(req, p, exploreFlags{buyers: 1, nodes: 1}, &out, &errw)
+	if err == nil || exitCode(err) != 1 {
+		t.Fatalf("exit %d (%v), want 1\n%s\n%s", exitCode(err), err, out.String(), errw.String())
+	}
+	t.Log(err)
+	for _, w := range []string{"never ended (-seed ", "(*Locker).Lock at lock.go:", "sync.Mutex"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the error does not say %q: %v", w, err)
+		}
+	}
+	if regexp.MustCompile(`goroutine \d+ \[|panic:|\.go:\d+ \+0x`).MatchString(err.Error() + out.String()) {
+		t.Errorf("a stack trace reached the learner: %v\n%s", err, out.String())
 	}
 }

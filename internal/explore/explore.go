@@ -1,9 +1,12 @@
 package explore
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
@@ -31,7 +34,18 @@ type Request struct {
 	Kinds []vocab.Kind `json:"kinds,omitempty"`
 	// Out is the file the Result goes to, as JSON.
 	Out string `json:"out"`
+	// Pkg is the import path of the lock's package, whose frames name what a program that never
+	// ends waits for.
+	Pkg string `json:"pkg,omitempty"`
+	// Hang is the wall time one program may take before the exploration ends, calling it hung
+	// (0: programLimit).
+	Hang time.Duration `json:"hang,omitempty"`
 }
+
+// programLimit is the wall time one program may take before the exploration calls it hung: a
+// program plays in tens of milliseconds in a bubble; a lock whose goroutine spins without waiting,
+// or waits for a sync.Mutex held across a round trip (the bubble's clock stops), never ends.
+const programLimit = 60 * time.Second
 
 // ShrinkTries is how many candidates Shrink may play: a program of 3 buyers and 2 faults shrinks
 // in a few dozen.
@@ -87,9 +101,19 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 	res := Result{Step: st.Slug, Seed: req.Seed}
 	start := time.Now()
 	l := Limits{Buyers: req.Buyers, Nodes: st.Nodes, Faults: req.Faults}
+	var current atomic.Uint64 // the seed of the program playing now
+	limit := cmp.Or(req.Hang, programLimit)
+	watch := time.AfterFunc(limit, func() {
+		seed := current.Load()
+		WriteResult(req.Out, Result{Step: st.Slug, Seed: req.Seed, Err: fmt.Sprintf("the program of seed %d never ended (-seed %d plays it first): %s",
+			seed, seed, matrix.Diagnose(stacks(), req.Pkg, false))})
+		os.Exit(3)
+	})
+	defer watch.Stop()
 	play := func(p Program) (*referee.Report, error) {
 		var rep *referee.Report
 		var err error
+		watch.Reset(limit)
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -102,6 +126,7 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 	}
 	for seed := req.Seed; time.Since(start) < req.Budget; seed++ {
 		p := Generate(seed, l)
+		current.Store(seed)
 		rep, err := play(p)
 		if err != nil {
 			res.Err = err.Error()
@@ -145,6 +170,17 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 		return res
 	}
 	return res
+}
+
+// stacks is a dump of every goroutine.
+func stacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		if n := runtime.Stack(buf, true); n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // WriteResult writes r to file as JSON.

@@ -20,9 +20,13 @@ import (
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
-// learner is the lock lab explore plays when it was given a folder: the file it lays over this
-// package (zz_learner_overlay_test.go, which must not exist on disk) sets it in its init.
-var learner *steps.Step
+// learner is the lock lab explore plays when it was given a folder, and learnerPkg its import
+// path: the file it lays over this package (zz_learner_overlay_test.go, which must not exist on
+// disk) sets them in its init.
+var (
+	learner    *steps.Step
+	learnerPkg string
+)
 
 // TestExplore explores for lab explore: it reads the Request in $LOCKSTEP_EXPLORE, plays its
 // programs, each in a testing/synctest bubble of its own, writes the Result to the Request's
@@ -37,11 +41,13 @@ func TestExplore(t *testing.T) {
 		t.Fatalf("$%s: %v", explore.Env, err)
 	}
 	st := learner
+	req.Pkg = learnerPkg
 	if req.Step != "" {
 		var err error
 		if st, err = catalog.Find(req.Step); err != nil {
 			t.Fatal(err)
 		}
+		req.Pkg = "github.com/lockstep-lab/lockstep/steps/" + st.Slug
 	}
 	if st == nil {
 		t.Fatalf("$%s names no step, and no learner's lock was laid over this package", explore.Env)
