@@ -175,7 +175,8 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 	switch {
 	case err == nil && res.Err != "":
 		return fmt.Errorf("%s: %s", what, res.Err)
-	case err != nil || runErr != nil:
+	case err != nil:
+		// What it wrote is the answer: a bubble it left behind may still fail the binary after.
 		return fmt.Errorf("the explorer of %s failed: %s", what, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
 	}
 	if f.save != "" && res.Found != nil {
@@ -235,6 +236,9 @@ func printExplored(res explore.Result, what string, f exploreFlags, stdout io.Wr
 				what, res.Programs, res.Simulated.Round(time.Millisecond), res.Wall.Round(time.Millisecond), rate, res.Seed)
 			if res.NoVerdict > 0 {
 				fmt.Fprintf(stdout, "; %d of them had no verdict", res.NoVerdict)
+			}
+			if res.WallClock > 0 {
+				fmt.Fprintf(stdout, "; %d played on the wall clock, where the lock's sync.Mutex stopped virtual time", res.WallClock)
 			}
 			fmt.Fprintln(stdout)
 		}

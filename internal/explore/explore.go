@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -53,12 +52,15 @@ const ShrinkTries = 300
 
 // Result is what an exploration found.
 type Result struct {
-	Step      string        `json:"step"`
-	Seed      uint64        `json:"seed"`       // the first program's seed
-	Programs  int           `json:"programs"`   // programs played before the first break (or in the budget)
-	NoVerdict int           `json:"no_verdict"` // of those, how many had no verdict (a run past its deadline, a lock's goroutines left waiting)
-	Simulated time.Duration `json:"simulated"`  // their simulated time together
-	Wall      time.Duration `json:"wall"`       // the wall time they took
+	Step      string `json:"step"`
+	Seed      uint64 `json:"seed"`       // the first program's seed
+	Programs  int    `json:"programs"`   // programs played before the first break (or in the budget)
+	NoVerdict int    `json:"no_verdict"` // of those, how many had no verdict (a run past its deadline, a lock's goroutines left waiting)
+	// WallClock is how many of those were played on the wall clock: a lock's sync.Mutex stopped
+	// their bubble's clock.
+	WallClock int           `json:"wall_clock,omitempty"`
+	Simulated time.Duration `json:"simulated"` // their simulated time together
+	Wall      time.Duration `json:"wall"`      // the wall time they took
 	Found     *Found        `json:"found,omitempty"`
 	// Err is why exploring stopped short (a backend that failed to start).
 	Err string `json:"error,omitempty"`
@@ -96,7 +98,8 @@ type Progress struct {
 // Explore plays st against the programs of req.Seed, req.Seed+1, … each in a bubble of its own
 // until one breaks the lock or req.Budget of wall time is spent, then shrinks the one that broke
 // it. progress is told after each program and each shrinking step. Hazard: a bubble that panics (a
-// learner's lock whose goroutines outlive the run) is a program without a verdict, not a break.
+// learner's lock whose goroutines outlive the run) is a program without a verdict, not a break; one
+// whose clock stops is left behind with its goroutines, and its program played on the wall clock.
 func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Progress)) Result {
 	res := Result{Step: st.Slug, Seed: req.Seed}
 	start := time.Now()
@@ -106,28 +109,21 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 	watch := time.AfterFunc(limit, func() {
 		seed := current.Load()
 		WriteResult(req.Out, Result{Step: st.Slug, Seed: req.Seed, Err: fmt.Sprintf("the program of seed %d never ended (-seed %d plays it first): %s",
-			seed, seed, matrix.Diagnose(stacks(), req.Pkg, false))})
+			seed, seed, matrix.Diagnose(matrix.AllStacks(), req.Pkg, false))})
 		os.Exit(3)
 	})
 	defer watch.Stop()
-	play := func(p Program) (*referee.Report, error) {
-		var rep *referee.Report
-		var err error
+	play := func(p Program) (*referee.Report, bool, error) {
 		watch.Reset(limit)
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					rep, err = nil, nil
-				}
-			}()
-			rep, err = Run(st, p, req.Kinds, bubble)
-		}()
-		return rep, err
+		return playOne(st, p, req, bubble)
 	}
 	for seed := req.Seed; time.Since(start) < req.Budget; seed++ {
 		p := Generate(seed, l)
 		current.Store(seed)
-		rep, err := play(p)
+		rep, wall, err := play(p)
+		if wall {
+			res.WallClock++
+		}
 		if err != nil {
 			res.Err = err.Error()
 			return res
@@ -150,7 +146,7 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 		f := &Found{Original: p, Way: way, OriginalViolations: rep.Violations, After: res.Wall}
 		last := rep
 		f.Program, f.Shrink = Shrink(p, ShrinkTries, func(c Program) bool {
-			r, err := play(c)
+			r, _, err := play(c)
 			if err != nil || Way(r) != way {
 				return false
 			}
@@ -172,14 +168,44 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 	return res
 }
 
-// stacks is a dump of every goroutine.
-func stacks() string {
-	buf := make([]byte, 1<<20)
-	for {
-		if n := runtime.Stack(buf, true); n < len(buf) {
-			return string(buf[:n])
+// playOne plays p in a bubble of its own. A bubble that panics (a lock whose goroutines outlive the
+// run) is a program without a verdict. A bubble whose clock stops — a goroutine waits for a
+// sync.Mutex another holds across a round trip, as steps 06–10 do when two requests of one process
+// meet in Unlock — is left behind, as grade leaves it, and p is played again on the wall clock,
+// with a note that says why.
+func playOne(st *steps.Step, p Program, req Request, bubble matrix.Bubble) (rep *referee.Report, wall bool, err error) {
+	if bubble == nil {
+		rep, err = Run(st, p, req.Kinds, nil)
+		return rep, false, err
+	}
+	type played struct {
+		rep *referee.Report
+		err error
+	}
+	done := make(chan played, 1)
+	go func() {
+		var pl played
+		defer func() {
+			if r := recover(); r != nil {
+				pl = played{}
+			}
+			done <- pl
+		}()
+		pl.rep, pl.err = Run(st, p, req.Kinds, bubble)
+	}()
+	stop := make(chan struct{})
+	defer close(stop)
+	stall := make(chan string, 1)
+	go matrix.Stalled(stop, func() { stall <- matrix.Diagnose(matrix.AllStacks(), req.Pkg, false) })
+	select {
+	case pl := <-done:
+		return pl.rep, false, pl.err
+	case why := <-stall:
+		rep, err = Run(st, p, req.Kinds, nil)
+		if rep != nil {
+			rep.Notes = append(rep.Notes, "played on the wall clock, not in virtual time, where "+why)
 		}
-		buf = make([]byte, 2*len(buf))
+		return rep, true, err
 	}
 }
 

@@ -78,6 +78,7 @@ func step(t *testing.T, s string) *steps.Step {
 // buyers asked for, two faults, one move on a lock node, and a crash or a second request as its
 // buyer's last order.
 func TestGenerateIsAFunctionOfTheSeed(t *testing.T) {
+	noLeak(t)
 	distinct := map[string]bool{}
 	for seed := uint64(1); seed <= 500; seed++ {
 		l := explore.Limits{Buyers: 1 + int(seed%4), Nodes: 1 + 2*int(seed%2)}
@@ -162,6 +163,7 @@ func canonical(t *testing.T, h *history.History) string {
 // closed connections go-redis dials again after a back-off with random jitter (MinRetryBackoff);
 // there the verdict is the same.
 func TestASeedIsOneRun(t *testing.T) {
+	noLeak(t)
 	exact := 0
 	for _, slug := range []string{"05", "09", "13"} {
 		st := step(t, slug)
@@ -212,6 +214,7 @@ func moves(p explore.Program, fs ...history.Fault) bool {
 // orders, faults, skews, waits, work, units — and keeps what it does, here a pause in buyer 2's
 // second order that breaks when a buyer comes after it.
 func TestShrinkKeepsWhatBreaks(t *testing.T) {
+	noLeak(t)
 	p := explore.Program{Seed: 9, Stock: 4, Buyers: []explore.Buyer{
 		{Skew: 24, Orders: []explore.Order{{After: 5, Work: 3, Fault: arena.FaultSlow}, {After: 2}}},
 		{Orders: []explore.Order{{After: 7}, {After: 3, Work: 8, Fault: arena.FaultPause}}},
@@ -243,6 +246,7 @@ func TestShrinkKeepsWhatBreaks(t *testing.T) {
 // shrinks to at most 3 buyers and 2 faults that break it the same way, and the same seed finds and
 // shrinks the same program to the same verdict again.
 func TestExploreFindsAndShrinks(t *testing.T) {
+	noLeak(t)
 	st := step(t, "05")
 	req := explore.Request{Seed: 1, Budget: time.Minute, Buyers: 3}
 	a := explore.Explore(st, req, bubble(t), nil)
@@ -278,6 +282,7 @@ var pauseFound = explore.Program{Stock: 1, Buyers: []explore.Buyer{
 // 09, which has no token, oversells; 17 takes no lock and sells atomically, so the pause breaks
 // nothing.
 func TestAFoundProgramIsARegressionCase(t *testing.T) {
+	noLeak(t)
 	for _, tc := range []struct {
 		step string
 		want []steps.Kind

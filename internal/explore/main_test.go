@@ -6,7 +6,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain fails the package if any goroutine a program started outlives the tests.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+// noLeak fails t if a goroutine a program started outlives it. TestExplore has none: a bubble
+// whose clock a lock stopped is left behind there, with its goroutines, as grade leaves one.
+func noLeak(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
 }
