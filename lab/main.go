@@ -8,6 +8,7 @@
 //	go run ./lab list steps|scenarios             the names, one per line, for scripts
 //	go run ./lab judge runs.json                  judge saved runs again, offline (run/matrix -save)
 //	go run ./lab grade steps/mine                 your own lock against every scenario (see grade.go)
+//	go run ./lab explore 13                       random programs of faults until one breaks it, shrunk
 //	go run ./lab -dir steps/mine                  the terminal lab, your lock as the picker's last line
 package main
 
@@ -74,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return gradeCmd(args[1:], stdout, stderr)
 		case "judge":
 			return judgeCmd(args[1:], stdout, stderr)
+		case "explore":
+			return exploreCmd(args[1:], stdout, stderr)
 		case "help":
 			return run([]string{"-h"}, stdout, stderr)
 		}

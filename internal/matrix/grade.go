@@ -60,7 +60,7 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 	var cur atomic.Value // the scenario playing now
 	cur.Store(steps.Scenario(""))
 	watch := time.AfterFunc(cellLimit, func() {
-		write(out, Graded{Hung: fmt.Sprintf("%s: the run never ended: %s", cur.Load(), Diagnose(allStacks(), pkg, false))})
+		write(out, Graded{Hung: fmt.Sprintf("%s: the run never ended: %s", cur.Load(), Diagnose(AllStacks(), pkg, false))})
 		os.Exit(3)
 	})
 	defer watch.Stop()
@@ -92,11 +92,11 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 		stop := make(chan struct{})
 		defer close(stop)
 		stall := make(chan string, 1)
-		go stalled(stop, func() { stall <- Diagnose(allStacks(), pkg, false) })
+		go Stalled(stop, func() { stall <- Diagnose(AllStacks(), pkg, false) })
 		select {
 		case p := <-done:
 			if p.stuck != "" {
-				return stuckReport(st, sc, Diagnose(allStacks(), pkg, strings.Contains(p.stuck, "exited"))), nil
+				return stuckReport(st, sc, Diagnose(AllStacks(), pkg, strings.Contains(p.stuck, "exited"))), nil
 			}
 			return p.rep, p.err
 		case why := <-stall:
@@ -125,11 +125,11 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 	return write(out, g)
 }
 
-// stalled calls found once the newest bubble's goroutines have not moved for stallLimit dumps
+// Stalled calls found once the newest bubble's goroutines have not moved for stallLimit dumps
 // half a second apart: the same goroutines in the same frames. A bubble whose clock cannot advance does
 // nothing at all, and says so within seconds; one that runs, however slowly on a loaded machine,
 // changes between dumps.
-func stalled(stop <-chan struct{}, found func()) {
+func Stalled(stop <-chan struct{}, found func()) {
 	tick := time.NewTicker(time.Second / 2)
 	defer tick.Stop()
 	last, same := "", 0
@@ -139,7 +139,7 @@ func stalled(stop <-chan struct{}, found func()) {
 			return
 		case <-tick.C:
 		}
-		now := newestBubble(allStacks())
+		now := newestBubble(AllStacks())
 		if now != "" && now == last {
 			same++
 		} else {
@@ -186,7 +186,8 @@ func write(out string, g Graded) error {
 	return os.WriteFile(out, b, 0o644)
 }
 
-func allStacks() string {
+// AllStacks is a dump of every goroutine.
+func AllStacks() string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)

@@ -1,0 +1,141 @@
+package explore
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/matrix"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/vocab"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// deadline is the longest one program may take, in TTLs, as a scenario's: its orders (at most 2
+// a buyer, each coming at most 2 TTL after the last), each fault's cap (6 TTL) and hold (2 TTL).
+const deadline = 30
+
+// apart is how far Play sets apart the moments of different buyers that a program puts at the
+// same instant: goroutines runnable at one simulated instant race, and a seed must give one run.
+const apart = 7 * time.Microsecond
+
+// Play plays p on s: it puts p's buyers on the stage and plays each buyer's orders one after
+// another, each after its wait, with its fault armed just before it starts. It returns once every
+// order is under way (the stage waits for them).
+func (p Program) Play(s *arena.Stage) {
+	T := s.Unit().TTL
+	done := make(chan struct{}, len(p.Buyers))
+	for i, b := range p.Buyers {
+		var opts []arena.BuyerOption
+		if b.Skew > 0 {
+			opts = append(opts, arena.Skewed(Duration(b.Skew, T)))
+		}
+		if b.Missing {
+			opts = append(opts, arena.MissingLastNode())
+		}
+		a := s.Buyer(opts...)
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for k, o := range b.Orders {
+				if k > 0 && !s.Wait(a.OrderDone(k)) {
+					return
+				}
+				if !s.Sleep(Duration(o.After, T) + time.Duration(i)*apart) {
+					return
+				}
+				arm(s, a, o)
+				a.Order(arena.WorkAtLeast(Duration(o.Work, T)))
+			}
+		}()
+	}
+	for range p.Buyers {
+		<-done
+	}
+}
+
+// arm arms o's fault on buyer a, for its next order.
+func arm(s *arena.Stage, a *arena.Actor, o Order) {
+	switch o.Fault {
+	case arena.FaultError:
+		a.FailWork()
+	case arena.FaultCrash:
+		a.CrashInWork()
+	case arena.FaultSlow:
+		a.SlowWork()
+	case arena.FaultPause:
+		a.PauseBeforeWrite()
+	case arena.FaultUnlockRace:
+		a.FreezeBeforeUnlockCommand(o.Gap)
+	case arena.FaultReentrant:
+		a.NestedLock()
+	case arena.FaultPartition:
+		a.CutInWork()
+	case arena.FaultSecond:
+		a.SecondRequest()
+	case arena.FaultLostReply:
+		a.LoseLockReply()
+	case arena.FaultFailover:
+		// A backend without a replica cannot: the fault never strikes, and the run says so.
+		_ = s.FailoverAfterLockWrite(a)
+	case arena.FaultRestart:
+		_ = s.RestartAfterLockWrite(a)
+	}
+}
+
+// Run plays p against st on a fresh embedded backend, inside bubble when one is given (a
+// testing/synctest bubble: virtual time), and returns the referee's report, judged for the kinds
+// judged (nil: every kind). A move that never found its point is no fault of the program's: unlike a scenario's, it
+// makes no verdict incomplete (the program's words say it never struck).
+func Run(st *steps.Step, p Program, judged []vocab.Kind, bubble matrix.Bubble) (rep *referee.Report, err error) {
+	play := func() {
+		var env redisenv.Env
+		env, err = redisenv.Open("embedded", redisenv.Options{Nodes: st.Nodes})
+		if err != nil {
+			return
+		}
+		defer env.Close()
+		rep, err = run(context.Background(), st, env, p, judged)
+	}
+	if bubble != nil {
+		bubble(play)
+	} else {
+		play()
+	}
+	return rep, err
+}
+
+// run plays p against st on env, judged for judged (nil: every kind).
+func run(ctx context.Context, st *steps.Step, env redisenv.Env, p Program, judged []vocab.Kind) (*referee.Report, error) {
+	if judged == nil {
+		judged = vocab.Kinds
+	}
+	t := history.DefaultTiming()
+	a, err := arena.NewArena(ctx, arena.Config{Step: st, Env: env, Timing: t, Stock: p.Stock,
+		Scenario: Scenario, What: p.What(), Judged: judged})
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	limit := deadline * t.TTL
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	s := a.NewStage(rctx, 1, t)
+	p.Play(s)
+	timedOut := s.Finish(limit, func() bool { return ctx.Err() != nil })
+	cancel()
+	s.Close()
+	if timedOut != "" {
+		a.TimedOut(timedOut)
+	}
+	return a.Report(context.WithoutCancel(ctx)), nil
+}
+
+// Simulated is how long the run of h took, on its own clock: its last record's moment.
+func Simulated(h *history.History) time.Duration {
+	if h == nil || len(h.Records) == 0 {
+		return 0
+	}
+	return h.Records[len(h.Records)-1].At
+}

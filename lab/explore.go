@@ -1,0 +1,370 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/explore"
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/lab/grading"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+)
+
+// Exploring a lock. The lab's scenarios break a lock in the ways someone wrote down; "lab explore"
+// looks for the others, as TigerBeetle's VOPR does: it builds internal/explore's test binary (with
+// a learner's package laid over it, as grade does internal/matrix's), whose TestExplore plays
+// random programs of the arena's moves from a seed, each in virtual time, until one breaks the
+// lock, and shrinks it. The binary writes what it found as JSON (explore.Result); explore prints
+// it as a short story with the referee's sentences and the command that replays it.
+
+// exploreFlags are explore's flags.
+type exploreFlags struct {
+	seed   uint64
+	budget time.Duration
+	buyers int
+	nodes  int
+	asJSON bool
+	save   string
+	faults string
+	kinds  string
+}
+
+// exploreCmd explores the step or the learner's folder its one argument names: exit 1 with the
+// shrunk program when a program broke the lock, 0 when none did within the budget, 2 on bad input.
+func exploreCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("explore", "lab explore [-seed 1] [-budget 60s] [-buyers 3] [-faults LIST] [-kinds LIST] [-nodes 1] [-json] [-save FILE] STEP|DIR\n\n"+
+		"Plays random programs against a step of the catalog (04, 13_pubsub…) or your lock's package in DIR:\n"+
+		"a few buyers with random orders, work and waits, and the lab's faults at points defined by what a\n"+
+		"process did, each program in virtual time on the embedded backend and judged for every kind. The\n"+
+		"first program that breaks the lock is shrunk to the smallest that breaks it the same way and\n"+
+		"printed with the command that replays it: exit 1. Nothing found within the budget: exit 0.\n"+
+		"The same seed plays the same programs.", stderr)
+	var f exploreFlags
+	fs.Uint64Var(&f.seed, "seed", 1, "the first program's seed (program i is seed+i)")
+	fs.DurationVar(&f.budget, "budget", 60*time.Second, "wall time for playing programs (the build and shrinking come on top)")
+	fs.IntVar(&f.buyers, "buyers", 3, "the most buyers a program has (1…8)")
+	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets, for DIR (Proc.Nodes): 3 for a quorum lock")
+	fs.StringVar(&f.faults, "faults", "", "the faults a program may arm, comma-separated (default every one: "+faultNames(explore.Faults)+"); \"none\" for none")
+	fs.StringVar(&f.kinds, "kinds", "", "the kinds a program is judged for, comma-separated (default every kind: "+joinKinds(steps.Kinds)+")")
+	fs.BoolVar(&f.asJSON, "json", false, "print what was found as JSON (explore.Result), for machines")
+	fs.StringVar(&f.save, "save", "", "write the found program and its run to this file (lab judge reads it)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError("explore needs a step (e.g. 04) or your lock's folder (e.g. steps/mine) (see -h)")
+	}
+	target := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:]); err != nil { // flags after the argument, as a learner types them
+		return err
+	}
+	nodesSet := false
+	fs.Visit(func(fl *flag.Flag) { nodesSet = nodesSet || fl.Name == "nodes" })
+	switch {
+	case f.budget <= 0:
+		return usageError("-budget %v: want a positive duration, e.g. 60s", f.budget)
+	case f.buyers < 1 || f.buyers > 8:
+		return usageError("-buyers %d: want 1…8", f.buyers)
+	case f.nodes < 1 || f.nodes > 9:
+		return usageError("-nodes %d: want 1…9 lock nodes", f.nodes)
+	}
+	req := explore.Request{Seed: f.seed, Budget: f.budget, Buyers: f.buyers}
+	if f.faults != "" {
+		faults, err := parseFaults(f.faults)
+		if err != nil {
+			return err
+		}
+		req.Faults = faults
+	}
+	if f.kinds != "" {
+		for _, name := range strings.Split(f.kinds, ",") {
+			k := steps.Kind(strings.TrimSpace(name))
+			if !slices.Contains(steps.Kinds, k) {
+				return usageError("-kinds: no kind %q (want some of %s)", name, joinKinds(steps.Kinds))
+			}
+			req.Kinds = append(req.Kinds, k)
+		}
+	}
+	var p *grading.Pkg
+	if st, err := catalog.Find(target); err == nil {
+		if nodesSet {
+			return usageError("-nodes goes with your lock's folder: %s takes %d lock node(s)", st.Slug, max(st.Nodes, 1))
+		}
+		req.Step = st.Slug
+	} else if _, statErr := os.Stat(target); statErr != nil {
+		return usageError("%v, and no folder %s", err, target)
+	} else if p, err = grading.Inspect(target); err != nil {
+		return err
+	}
+	return exploreRun(req, p, f, stdout, stderr)
+}
+
+// exploreRun builds the explorer (with p laid over it, when exploring a learner's package), runs
+// it, and prints what it found. Ctrl-C or a SIGTERM stops it; either way the build is removed.
+func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tmp, err := os.MkdirTemp("", "lockstep-explore-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	what := req.Step
+	if p != nil {
+		what = p.Rel
+	}
+	fmt.Fprintf(stderr, "lab: building the explorer for %s (go test -c; the first time takes a while)…\n", what)
+	var bin, root string
+	if p != nil {
+		root = p.Root
+		bin, err = grading.Build(ctx, p, grading.ExplorerOverlay(p, f.nodes), tmp)
+	} else {
+		root, bin, err = buildExplorer(ctx, tmp)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return &childExit{code: 130}
+		}
+		return err
+	}
+	req.Out = filepath.Join(tmp, "found.json")
+	env, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "lab: exploring %s from seed %d for %v, in virtual time…\n", what, req.Seed, req.Budget)
+	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestExplore$", "-test.count=1", "-test.timeout=0")
+	cmd.Dir = filepath.Join(root, "internal", "explore")
+	cmd.Env = append(os.Environ(), explore.Env+"="+string(env))
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	var log bytes.Buffer
+	cmd.Stdout = &log
+	progress, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	showProgress(progress, &log, stderr)
+	runErr := cmd.Wait()
+	if ctx.Err() != nil {
+		return &childExit{code: 130}
+	}
+	var res explore.Result
+	b, err := os.ReadFile(req.Out)
+	if err == nil {
+		err = json.Unmarshal(b, &res)
+	}
+	switch {
+	case err == nil && res.Err != "":
+		return fmt.Errorf("%s: %s", what, res.Err)
+	case err != nil:
+		// What it wrote is the answer: a bubble it left behind may still fail the binary after.
+		return fmt.Errorf("the explorer of %s failed: %s", what, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
+	}
+	if f.save != "" && res.Found != nil {
+		if err := saveFound(f.save, res.Found); err != nil {
+			return err
+		}
+	}
+	return printExplored(res, what, f, stdout)
+}
+
+// showProgress reads the explorer's progress (a JSON line each) and, on a terminal, keeps one line
+// of stderr up to date with it; what is not progress goes to log.
+func showProgress(r io.Reader, log io.Writer, stderr io.Writer) {
+	tty := false
+	if f, ok := stderr.(*os.File); ok {
+		fi, err := f.Stat()
+		tty = err == nil && fi.Mode()&os.ModeCharDevice != 0
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	last, shown := time.Time{}, false
+	for sc.Scan() {
+		var p explore.Progress
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			fmt.Fprintln(log, sc.Text())
+			continue
+		}
+		if !tty || (time.Since(last) < 100*time.Millisecond && p.Shrinking == "") {
+			continue
+		}
+		last, shown = time.Now(), true
+		line := fmt.Sprintf("%d programs, %v simulated, %v", p.Programs, p.Simulated.Round(time.Millisecond), p.Wall.Round(100*time.Millisecond))
+		if p.Shrinking != "" {
+			line += "; broke it, shrinking: " + p.Shrinking
+		}
+		fmt.Fprintf(stderr, "\r\033[K%s", line)
+	}
+	if shown {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+}
+
+// printExplored prints what an exploration found, and returns it as the command's error: a break
+// (exit 1), or nil.
+func printExplored(res explore.Result, what string, f exploreFlags, stdout io.Writer) error {
+	if f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	}
+	rate := float64(res.Programs) / max(res.Wall.Seconds(), 1e-9)
+	if res.Found == nil {
+		if !f.asJSON {
+			fmt.Fprintf(stdout, "%s: nothing broke the lock in %d programs (%v simulated, %v of wall time, %.0f programs/s) from seed %d",
+				what, res.Programs, res.Simulated.Round(time.Millisecond), res.Wall.Round(time.Millisecond), rate, res.Seed)
+			if res.NoVerdict > 0 {
+				fmt.Fprintf(stdout, "; %d of them had no verdict", res.NoVerdict)
+			}
+			if res.WallClock > 0 {
+				fmt.Fprintf(stdout, "; %d played on the wall clock, where the lock's sync.Mutex stopped virtual time", res.WallClock)
+			}
+			fmt.Fprintln(stdout)
+		}
+		return nil
+	}
+	fd := res.Found
+	if !f.asJSON {
+		ob, of := fd.Original.Size()
+		nb, nf := fd.Program.Size()
+		fmt.Fprintf(stdout, "%s broke (%s) in program %d of seed %d, after %v of wall time (%d programs, %.0f programs/s);\n",
+			what, joinKinds(fd.OriginalViolations), res.Programs, res.Seed, fd.After.Round(time.Millisecond), res.Programs, rate)
+		fmt.Fprintf(stdout, "shrunk from %d buyer(s) and %d fault(s) to %d buyer(s) and %d fault(s) that break it the same way (%s), in %d tries:\n\n",
+			ob, of, nb, nf, fd.Way, fd.Shrink)
+		for _, l := range fd.Lines {
+			fmt.Fprintf(stdout, "  %s\n", l)
+		}
+		fmt.Fprintf(stdout, "\nverdict: %s\n", joinKinds(fd.Report.Violations))
+		for _, e := range fd.Report.Explain {
+			fmt.Fprintf(stdout, "  %s: %s\n", e.Kind, e.Sentence)
+		}
+		for _, n := range fd.Report.Notes {
+			fmt.Fprintf(stdout, "  note: %s\n", n)
+		}
+		fmt.Fprintf(stdout, "\nreplay: go run ./lab explore %s%s\n", replayArgs(what, fd.Original.Seed, f), "")
+		if f.save != "" {
+			fmt.Fprintf(stdout, "saved: %s (go run ./lab judge %s judges it again)\n", f.save, f.save)
+		}
+	}
+	return fmt.Errorf("%s: a program of %d buyer(s) broke the lock (%s)", what, len(fd.Program.Buyers), joinKinds(fd.Report.Violations))
+}
+
+// replayArgs are the arguments that play the program of seed first, and so find and shrink it
+// again.
+func replayArgs(what string, seed uint64, f exploreFlags) string {
+	s := fmt.Sprintf("-seed %d", seed)
+	if f.buyers != 3 {
+		s += fmt.Sprintf(" -buyers %d", f.buyers)
+	}
+	if f.nodes != 1 {
+		s += fmt.Sprintf(" -nodes %d", f.nodes)
+	}
+	if f.faults != "" {
+		s += " -faults " + f.faults
+	}
+	if f.kinds != "" {
+		s += " -kinds " + f.kinds
+	}
+	return s + " " + what
+}
+
+// savedFound is what explore -save writes: the found program's run as run -save writes one (lab
+// judge reads it), and the program itself, as data.
+type savedFound struct {
+	savedRuns
+	Program  explore.Program `json:"program"`
+	Original explore.Program `json:"original"`
+}
+
+// saveFound writes fd's shrunk program and its run to file.
+func saveFound(file string, fd *explore.Found) error {
+	out := savedFound{savedRuns: savedOf([]*referee.Report{fd.Report}, time.Now()), Program: fd.Program, Original: fd.Original}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		return fmt.Errorf("writing the found program: %w", err)
+	}
+	return nil
+}
+
+// buildExplorer builds internal/explore's test binary into dir, from the module the lab is run
+// in, and returns the module's root and the binary.
+func buildExplorer(ctx context.Context, dir string) (root, bin string, err error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", "", err
+	}
+	root, err = lockstepRoot(wd)
+	if err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(dir, "explorer")
+	cmd := exec.CommandContext(ctx, grading.GoTool(), "test", "-c", "-o", bin, "./internal/explore")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("go test -c of the explorer: %v: %s", err, grading.FirstOfLines(strings.TrimSpace(string(out))))
+	}
+	return root, bin, nil
+}
+
+// lockstepRoot is the folder of lockstep's go.mod at or above dir.
+func lockstepRoot(dir string) (string, error) {
+	for root := dir; ; root = filepath.Dir(root) {
+		if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err == nil && bytes.Contains(b, []byte("module "+grading.ModulePath+"\n")) {
+			return root, nil
+		}
+		if filepath.Dir(root) == root {
+			return "", usageError("explore runs inside lockstep's module (cd into it, then go run ./lab explore …)")
+		}
+	}
+}
+
+// parseFaults reads -faults: names of explore.Faults, comma-separated, or "none".
+func parseFaults(list string) ([]history.Fault, error) {
+	out := []history.Fault{}
+	if list == "none" {
+		return out, nil
+	}
+	for _, name := range strings.Split(list, ",") {
+		f := history.Fault(strings.TrimSpace(name))
+		if !slices.Contains(explore.Faults, f) {
+			return nil, usageError("-faults: no fault %q (want some of %s, or none)", name, faultNames(explore.Faults))
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// faultNames is fs, comma-separated.
+func faultNames(fs []history.Fault) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ",")
+}
