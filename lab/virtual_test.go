@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 
+	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -63,5 +68,50 @@ func TestBothClocks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHeadlessPlaysInVirtualTime: lab run and lab matrix, as shipped (no test's bubble), play the
+// embedded backend in a grader they build, in virtual time: each cell's clock, read at its start
+// in the grader, is a testing/synctest bubble's, and the verdicts are the matrix's. What it holds
+// is which clock the cells read, not how long they took.
+func TestHeadlessPlaysInVirtualTime(t *testing.T) {
+	if bubble != nil {
+		t.Fatal("a test's bubble is set: the commands would play in this process")
+	}
+	var stderr bytes.Buffer
+	pl, err := newPlayer("", &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.close()
+	if pl.gr == nil || !strings.Contains(stderr.String(), "building the grader") {
+		t.Fatalf("the embedded backend plays in this process, with no grader built (stderr %q)", stderr.String())
+	}
+	st, err := catalog.Find("08")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs := []steps.Scenario{steps.Slow, steps.Pause}
+	ps, err := pl.cells(st, scs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		if p.err != nil {
+			t.Fatalf("%s: %v", scs[i], p.err)
+		}
+		want := st.Expect[scs[i]]
+		if want == nil {
+			want = []steps.Kind{}
+		}
+		if p.clock != matrix.VirtualTime || !p.rep.Complete() || !slices.Equal(p.rep.Violations, want) {
+			t.Errorf("%s × %s: on %q, %v (complete %v), want virtual time and %v", st.Slug, scs[i], p.clock, p.rep.Violations, p.rep.Complete(), want)
+		}
+	}
+	tmp := pl.gr.tmp
+	pl.close()
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the grader's build is still there after close: %v", err)
 	}
 }
