@@ -16,7 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
@@ -172,14 +174,20 @@ type played struct {
 }
 
 // cells plays each of scs against st, one after the other, each on a fresh env of the player's
-// backend, and returns what each play returned. err is the grader's failure (a cell that never
-// ended, a grader that crashed) or Ctrl-C: nothing was played then.
+// backend, and returns what each play returned. In this process, a play that failed otherwise
+// than a scenario the backend cannot stage or a topology it cannot give (a backend that would not
+// start) is the last: the cells after it are not played, as matrix.Row stops there. err is the
+// grader's failure (a cell that never ended, a grader that crashed) or Ctrl-C: nothing was
+// played then.
 func (pl *player) cells(st *steps.Step, scs []steps.Scenario) ([]played, error) {
 	out := make([]played, 0, len(scs))
 	if pl.gr == nil {
 		for _, sc := range scs {
 			rep, err := play(st, sc, pl.backend)
 			out = append(out, played{rep: rep, err: err})
+			if err != nil && !errors.Is(err, arena.ErrCannotStage) && !errors.Is(err, redisenv.ErrSingleNode) {
+				break
+			}
 		}
 		return out, nil
 	}

@@ -133,9 +133,9 @@ func coda(st *steps.Step, sc steps.Scenario, violations []steps.Kind) (lesson, n
 
 // play plays sc against st on a fresh env of backend, in this process: every cell a headless
 // command plays here (run and matrix on the wall clock, or in a test's bubble; see player) plays
-// through it, and the grader plays its own through matrix.Play too, so they judge alike. A bad backend name, or a topology the
-// backend cannot give, is the caller's input (exit 2); a backend that cannot start is the
-// machine's (exit 1); a scenario the backend cannot stage is arena.ErrCannotStage. It is a variable
+// through it, and the grader plays its own through matrix.Play too, so they judge alike. A bad
+// backend name, or a topology the backend cannot give, is the caller's input (exit 2); a backend
+// that cannot start is the machine's (exit 1); a scenario the backend cannot stage is arena.ErrCannotStage. It is a variable
 // so that the documentation's test can play a cell once for every command that shows it; hazard:
 // anything else that replaces it changes every verdict.
 var play = func(st *steps.Step, sc steps.Scenario, backend string) (*referee.Report, error) {
