@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -147,19 +145,11 @@ func parseWithDir(fs *flag.FlagSet, args []string) (string, error) {
 func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tmp, err := os.MkdirTemp("", "lockstep-grade-")
+	gr, err := buildGrader(ctx, p, f.nodes, stderr)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	fmt.Fprintf(stderr, "lab: building the grader with %s (go test -c; the first time takes a while)…\n", p.Rel)
-	bin, err := grading.Build(ctx, p, grading.GraderOverlay(p, f.nodes), tmp)
-	if err != nil {
-		if ctx.Err() != nil {
-			return &childExit{code: 130}
-		}
-		return err
-	}
+	defer gr.close()
 	backend := f.backend
 	if backend == "" {
 		backend = "embedded"
@@ -171,30 +161,17 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 	if !f.asJSON {
 		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend (%d lock node(s)), %s…\n", len(scenario.Names()), p.Rel, backend, f.nodes, clock)
 	}
-	out := filepath.Join(tmp, "row.json")
-	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestGrade$", "-test.count=1")
-	cmd.Dir = filepath.Join(p.Root, "internal", "matrix")
-	cmd.Env = append(os.Environ(), matrix.GradeOut+"="+out, "LAB_REDIS="+f.backend)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	runErr := cmd.Run()
-	if ctx.Err() != nil {
-		return &childExit{code: 130}
-	}
 	var g matrix.Graded
-	b, err := os.ReadFile(out)
-	if err == nil {
-		err = json.Unmarshal(b, &g)
-	}
+	failed, err := gr.run("TestGrade", []string{"LAB_REDIS=" + f.backend}, &g)
 	switch {
-	case err == nil && g.Hung != "":
+	case err != nil:
+		return err
+	case g.Hung != "":
 		return fmt.Errorf("%s: %s", p.Rel, g.Hung)
-	case err == nil && g.Err != "":
+	case g.Err != "":
 		return errors.New(g.Err)
-	case err != nil || runErr != nil:
-		return fmt.Errorf("the grader of %s failed: %s", p.Rel, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
+	case failed != nil:
+		return failed
 	}
 	if f.html != "" {
 		if err := writeGradePage(f.html, p.Rel, g, time.Now()); err != nil {

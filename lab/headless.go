@@ -52,10 +52,15 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if *repeat > 1 && *html != "" {
 		return usageError("-html writes the page of one run: it does not go with -repeat")
 	}
-	if *repeat > 1 {
-		return repeatCmd(st, sc, *repeat, *backend, *asJSON, stdout, stderr)
+	pl, err := newPlayer(*backend, stderr)
+	if err != nil {
+		return err
 	}
-	rep, err := runOnce(st, sc, *backend)
+	defer pl.close()
+	if *repeat > 1 {
+		return repeatCmd(pl, st, sc, *repeat, *asJSON, stdout, stderr)
+	}
+	rep, err := runOnce(pl, st, sc)
 	if err != nil {
 		return err
 	}
@@ -126,10 +131,11 @@ func coda(st *steps.Step, sc steps.Scenario, violations []steps.Kind) (lesson, n
 	return lesson, next
 }
 
-// play plays sc against st on a fresh env of backend: every headless command (run, matrix,
-// grade) plays its cells through it, so they judge alike. A bad backend name, or a topology the
-// backend cannot give, is the caller's input (exit 2); a backend that cannot start is the
-// machine's (exit 1); a scenario the backend cannot stage is arena.ErrCannotStage. It is a variable
+// play plays sc against st on a fresh env of backend, in this process: every cell a headless
+// command plays here (run and matrix on the wall clock, or in a test's bubble; see player) plays
+// through it, and the grader plays its own through matrix.Play too, so they judge alike. A bad
+// backend name, or a topology the backend cannot give, is the caller's input (exit 2); a backend
+// that cannot start is the machine's (exit 1); a scenario the backend cannot stage is arena.ErrCannotStage. It is a variable
 // so that the documentation's test can play a cell once for every command that shows it; hazard:
 // anything else that replaces it changes every verdict.
 var play = func(st *steps.Step, sc steps.Scenario, backend string) (*referee.Report, error) {
@@ -140,23 +146,33 @@ var play = func(st *steps.Step, sc steps.Scenario, backend string) (*referee.Rep
 	return rep, err
 }
 
-// bubble is nil in the lab: its headless commands play on the wall clock. The lab's tests set it
-// to a testing/synctest bubble of their own, so that the cells they play on the embedded backend
-// play in virtual time, as the step suites do.
+// bubble is nil in the lab: its headless commands play the embedded backend in virtual time in a
+// built grader (player), and the other backends on the wall clock. The lab's tests set it to a
+// testing/synctest bubble of their own, so that the cells they play on the embedded backend
+// play in virtual time in the test's process, as the step suites do, with no grader to build.
 var bubble matrix.Bubble
 
-// runOnce plays sc against st on a fresh env of backend.
-func runOnce(st *steps.Step, sc steps.Scenario, backend string) (*referee.Report, error) {
-	rep, err := play(st, sc, backend)
-	if errors.Is(err, arena.ErrCannotStage) {
-		return nil, usageError("%s", err)
+// runOnce plays sc against st on a fresh env of pl's backend.
+func runOnce(pl *player, st *steps.Step, sc steps.Scenario) (*referee.Report, error) {
+	ps, err := pl.cells(st, []steps.Scenario{sc})
+	if err != nil {
+		return nil, err
 	}
-	return rep, err
+	return ps[0].outcome()
+}
+
+// outcome is what run makes of a play: its report, or its error, where a scenario the backend
+// cannot stage is bad input.
+func (p played) outcome() (*referee.Report, error) {
+	if errors.Is(p.err, arena.ErrCannotStage) {
+		return nil, usageError("%s", p.err)
+	}
+	return p.rep, p.err
 }
 
 // repeatCmd plays one cell n times and says how many verdicts differed from the matrix's: the
 // way to check that a staged interleaving holds on a loaded machine.
-func repeatCmd(st *steps.Step, sc steps.Scenario, n int, backend string, asJSON bool, stdout, stderr io.Writer) error {
+func repeatCmd(pl *player, st *steps.Step, sc steps.Scenario, n int, asJSON bool, stdout, stderr io.Writer) error {
 	want := st.Expect[sc]
 	if want == nil {
 		want = []steps.Kind{}
@@ -171,8 +187,16 @@ func repeatCmd(st *steps.Step, sc steps.Scenario, n int, backend string, asJSON 
 		Verdicts   map[string]int `json:"verdicts"`
 	}
 	t := tally{Step: st.Slug, Scenario: string(sc), Runs: n, Expected: want, Verdicts: map[string]int{}}
+	var plays []played // the plays of the current ten: a grader plays ten at a time
 	for i := range n {
-		rep, err := runOnce(st, sc, backend)
+		if len(plays) == 0 {
+			var err error
+			if plays, err = pl.cells(st, slices.Repeat([]steps.Scenario{sc}, min(10-i%10, n-i))); err != nil {
+				return err
+			}
+		}
+		rep, err := plays[0].outcome()
+		plays = plays[1:]
 		if err != nil {
 			return err
 		}

@@ -176,3 +176,36 @@ func TestJudgeSavedRuns(t *testing.T) {
 		t.Errorf("a file that is not there: exit %d, want 2", exitCode(err))
 	}
 }
+
+// TestHeadlessGraderFails: where the grader cannot be built — no lockstep module around the
+// working directory, or go refusing the build — lab run and lab matrix on the embedded backend say
+// so in one line and exit 1, and leave no build behind; they never fall back to the wall clock.
+func TestHeadlessGraderFails(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the grader's build would go
+	for _, tc := range []struct {
+		name, want string
+		args       []string
+		setup      func(t *testing.T)
+	}{
+		{"outside the module", "not inside lockstep's module", []string{"matrix", "-steps", "04,05"},
+			func(t *testing.T) { t.Chdir(t.TempDir()) }},
+		{"go refuses the build", "go test -c ./internal/matrix (the grader)", []string{"run", "-step", "08", "-scenario", "slow"},
+			func(t *testing.T) { t.Setenv("GOFLAGS", "-ldflags=-Xbogus") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.setup(t)
+			var out, errw bytes.Buffer
+			err := run(tc.args, &out, &errw)
+			if code := exitCode(err); code != 1 || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("exit %d, %v: want exit 1 and one line saying %q", code, err, tc.want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("something was played: %s", out.String())
+			}
+		})
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "lockstep-grade-*")); len(left) > 0 {
+		t.Errorf("a build was left behind: %v", left)
+	}
+}

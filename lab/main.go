@@ -64,10 +64,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "run":
-			defer stopOnSignal()()
 			return runCmd(args[1:], stdout, stderr)
 		case "matrix":
-			defer stopOnSignal()()
 			return matrixCmd(args[1:], stdout, stderr)
 		case "list":
 			return listCmd(args[1:], stdout)

@@ -20,12 +20,17 @@ import (
 // cell is one entry of the matrix, as -json prints it.
 type cell = matrix.Cell
 
-// playRow plays every scenario against st, one after the other, each on a fresh env of backend
-// (through play, as run does), and returns its row of cells and how many of them have no
+// playRow plays every scenario against st, one after the other, each on a fresh env of pl's
+// backend (through pl, as run does), and returns its row of cells and how many of them have no
 // verdict. A scenario the backend cannot stage is a skipped cell, not an error.
-func playRow(st *steps.Step, backend string) ([]cell, int, error) {
-	row, incomplete, err := matrix.Row(st, func(st *steps.Step, sc steps.Scenario) (*referee.Report, error) {
-		return play(st, sc, backend)
+func playRow(pl *player, st *steps.Step) ([]cell, int, error) {
+	ps, err := pl.cells(st, scenario.Names())
+	if err != nil {
+		return nil, 0, err
+	}
+	row, incomplete, err := matrix.Row(st, func(_ *steps.Step, sc steps.Scenario) (*referee.Report, error) {
+		p := ps[slices.Index(scenario.Names(), sc)]
+		return p.rep, p.err
 	})
 	var ce *matrix.CellError
 	if errors.As(err, &ce) && errors.Is(err, errUsage) {
@@ -76,10 +81,15 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, renderMatrix(cells))
 		return nil
 	}
+	pl, err := newPlayer(*backend, stderr)
+	if err != nil {
+		return err
+	}
+	defer pl.close()
 	var cells []cell
 	incomplete := 0
 	for _, st := range rows {
-		row, n, err := playRow(st, *backend)
+		row, n, err := playRow(pl, st)
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"os"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -63,5 +70,89 @@ func TestBothClocks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHeadlessPlaysInVirtualTime: lab run and lab matrix, as shipped (no test's bubble), play the
+// embedded backend in a grader they build, in virtual time: each cell's clock, read at its start
+// in the grader, is a testing/synctest bubble's, and the verdicts are the matrix's. What it holds
+// is which clock the cells read, not how long they took.
+func TestHeadlessPlaysInVirtualTime(t *testing.T) {
+	if bubble != nil {
+		t.Fatal("a test's bubble is set: the commands would play in this process")
+	}
+	var stderr bytes.Buffer
+	pl, err := newPlayer("", &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.close()
+	if pl.gr == nil || !strings.Contains(stderr.String(), "building the grader") {
+		t.Fatalf("the embedded backend plays in this process, with no grader built (stderr %q)", stderr.String())
+	}
+	st, err := catalog.Find("08")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs := []steps.Scenario{steps.Slow, steps.Pause}
+	ps, err := pl.cells(st, scs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		if p.err != nil {
+			t.Fatalf("%s: %v", scs[i], p.err)
+		}
+		want := st.Expect[scs[i]]
+		if want == nil {
+			want = []steps.Kind{}
+		}
+		if p.clock != matrix.VirtualTime || !p.rep.Complete() || !slices.Equal(p.rep.Violations, want) {
+			t.Errorf("%s × %s: on %q, %v (complete %v), want virtual time and %v", st.Slug, scs[i], p.clock, p.rep.Violations, p.rep.Complete(), want)
+		}
+	}
+	tmp := pl.gr.tmp
+	pl.close()
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the grader's build is still there after close: %v", err)
+	}
+}
+
+// TestHeadlessInterrupted: Ctrl-C (a SIGINT to the lab) once the grader is built stops what
+// plays: nothing more is played, the command's error is a childExit with status 130, and closing
+// the player removes the build and says so. The signal comes before the cells are asked for, so
+// what it holds does not depend on how fast they play.
+func TestHeadlessInterrupted(t *testing.T) {
+	var stderr bytes.Buffer
+	pl, err := newPlayer("", &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.close()
+	if pl.gr == nil {
+		t.Fatal("the embedded backend plays in this process, with no grader built")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := catalog.Find("08")
+	deadline := time.Now().Add(time.Minute) // the signal's delivery, not a verdict, waits on this
+	for {
+		ps, err := pl.cells(st, []steps.Scenario{steps.Slow})
+		var child *childExit
+		if errors.As(err, &child) && child.code == 130 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after SIGINT the grader still plays: %v, %v", ps, err)
+		}
+	}
+	tmp := pl.gr.tmp
+	pl.close()
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the grader's build is still there: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr does not say it was interrupted: %q", stderr.String())
 	}
 }

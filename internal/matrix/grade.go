@@ -2,8 +2,10 @@ package matrix
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
@@ -22,9 +25,110 @@ import (
 // Grade: the learner's row, played as the matrix plays a step's, every cell of the embedded
 // backend in a testing/synctest bubble, so the grade is the same on a busy laptop as on an idle
 // one. The row goes to the file $LOCKSTEP_GRADE_OUT names, as JSON (Graded); lab grade prints it.
+//
+// lab run and lab matrix play the embedded backend the same way: they build this package's test
+// binary as it stands (or with the learner's package laid over it, in a lab built by lab -dir)
+// and hand TestPlay the cells to play in the file $LOCKSTEP_PLAY names; PlayCells plays them,
+// each in a bubble, and writes each cell's report (Plays) where $LOCKSTEP_GRADE_OUT says.
 
-// GradeOut names the environment variable that tells TestGrade where to write its Graded.
+// GradeOut names the environment variable that tells TestGrade where to write its Graded, and
+// TestPlay its Plays.
 const GradeOut = "LOCKSTEP_GRADE_OUT"
+
+// PlayIn names the environment variable that tells TestPlay which file holds the cells to play,
+// as a JSON array of Want.
+const PlayIn = "LOCKSTEP_PLAY"
+
+// Want is a cell to play: a step's slug and a scenario.
+type Want struct {
+	Step     string         `json:"step"`
+	Scenario steps.Scenario `json:"scenario"`
+}
+
+// Plays is what PlayCells played: each cell asked for, in the order asked, or why it stopped.
+type Plays struct {
+	Cells []Played `json:"cells"`
+	// Hung says, in one line, which cell never ended, and what its goroutines waited for.
+	Hung string `json:"hung,omitempty"`
+}
+
+// Played is one cell's play: its report (with its history), or the error that left it without
+// one. Clock says which clock it played on (VirtualTime, WallClock).
+type Played struct {
+	Want
+	Report *referee.Report `json:"report,omitempty"`
+	Clock  string          `json:"clock,omitempty"`
+	Err    string          `json:"error,omitempty"`
+	// CannotStage says Err is arena.ErrCannotStage's: the backend cannot stage the scenario.
+	CannotStage bool `json:"cannot_stage,omitempty"`
+}
+
+// Result is the cell's report and error as Play returned them in the grader: an error that was
+// arena.ErrCannotStage's is again (errors.Is), with the same words.
+func (p Played) Result() (*referee.Report, error) {
+	switch {
+	case p.CannotStage:
+		return nil, &playedError{p.Err, arena.ErrCannotStage}
+	case p.Err != "":
+		return nil, errors.New(p.Err)
+	}
+	return p.Report, nil
+}
+
+// playedError is an error that crossed from the grader as words, and what it was.
+type playedError struct {
+	msg string
+	is  error
+}
+
+func (e *playedError) Error() string { return e.msg }
+func (e *playedError) Unwrap() error { return e.is }
+
+// PlayCells plays every cell of want on backend, one after the other, each inside bubble where
+// the backend is Virtual and guarded as Grade guards a learner's (a cell that never ends writes
+// Plays.Hung and exits with status 3), and writes the Plays to out. find gives the step of a
+// slug; a slug it does not know is an error, and nothing is played.
+func PlayCells(want []Want, backend string, bubble Bubble, find func(string) (*steps.Step, error), out string) error {
+	sts := make([]*steps.Step, len(want))
+	for i, w := range want {
+		st, err := find(w.Step)
+		if err != nil {
+			return err
+		}
+		sts[i] = st
+	}
+	play, stop := guard(backend, bubble, stepPkg, func(st *steps.Step, sc steps.Scenario, why string) {
+		write(out, Plays{Hung: fmt.Sprintf("%s under %s: the run never ended: %s", st.Slug, sc, why)})
+		os.Exit(3)
+	})
+	defer stop()
+	done := make([]Played, 0, len(want))
+	for i, w := range want {
+		p := Played{Want: w}
+		rep, clock, err := play(sts[i], w.Scenario)
+		switch {
+		case err != nil:
+			p.Err, p.CannotStage = err.Error(), errors.Is(err, arena.ErrCannotStage)
+		default:
+			p.Report, p.Clock = rep, clock
+		}
+		done = append(done, p)
+	}
+	return write(out, Plays{Cells: done})
+}
+
+// stepPkg is the import path of st's package, read from its New: the frames Diagnose looks for.
+func stepPkg(st *steps.Step) string {
+	if st == nil || st.New == nil {
+		return ""
+	}
+	name := runtime.FuncForPC(reflect.ValueOf(st.New).Pointer()).Name()
+	slash := strings.LastIndex(name, "/") + 1
+	if dot := strings.Index(name[slash:], "."); dot >= 0 {
+		return name[:slash+dot]
+	}
+	return name
+}
 
 // Graded is what a grading found: the row, or why there is none.
 type Graded struct {
@@ -48,68 +152,19 @@ const cellLimit = 60 * time.Second
 
 // Grade plays st's row on backend, each cell inside bubble where the backend is Virtual, and
 // writes the Graded to out. pkg is the import path of the learner's package, whose frames name
-// the cause of a cell that could not end:
-//   - a bubble that panics because goroutines of the lock were still waiting once its run had
-//     ended is a cell without a verdict, with that cause;
-//   - a bubble whose clock stops (a goroutine waits for a sync.Mutex that another holds across a
-//     sleep or a round trip: not a wait synctest can see through) is left behind, and the cell is
-//     played again on the wall clock, with a note that says why;
-//   - a cell that outlasts cellLimit ends the grading, with its cause, and the process exits
-//     with status 3.
+// the cause of a cell that could not end (see guard); a cell that outlasts cellLimit ends the
+// grading, with its cause, and the process exits with status 3.
 func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error {
-	var cur atomic.Value // the scenario playing now
-	cur.Store(steps.Scenario(""))
-	watch := time.AfterFunc(cellLimit, func() {
-		write(out, Graded{Hung: fmt.Sprintf("%s: the run never ended: %s", cur.Load(), Diagnose(AllStacks(), pkg, false))})
+	play, stop := guard(backend, bubble, func(*steps.Step) string { return pkg }, func(_ *steps.Step, sc steps.Scenario, why string) {
+		write(out, Graded{Hung: fmt.Sprintf("%s: the run never ended: %s", sc, why)})
 		os.Exit(3)
 	})
-	defer watch.Stop()
-	play := func(st *steps.Step, sc steps.Scenario) (*referee.Report, error) {
-		cur.Store(sc)
-		watch.Reset(cellLimit)
-		if bubble == nil || !Virtual(backend) {
-			return Play(st, sc, backend, nil)
-		}
-		type played struct {
-			rep   *referee.Report
-			err   error
-			stuck string // the panic of a bubble whose goroutines waited for ever
-		}
-		done := make(chan played, 1)
-		go func() {
-			var p played
-			guarded := func(f func()) {
-				defer func() {
-					if r := recover(); r != nil {
-						p.stuck = fmt.Sprint(r)
-					}
-				}()
-				bubble(f)
-			}
-			p.rep, p.err = Play(st, sc, backend, guarded)
-			done <- p
-		}()
-		stop := make(chan struct{})
-		defer close(stop)
-		stall := make(chan string, 1)
-		go Stalled(stop, func() { stall <- Diagnose(AllStacks(), pkg, false) })
-		select {
-		case p := <-done:
-			if p.stuck != "" {
-				return stuckReport(st, sc, Diagnose(AllStacks(), pkg, strings.Contains(p.stuck, "exited"))), nil
-			}
-			return p.rep, p.err
-		case why := <-stall:
-			// The bubble's goroutines stay where they are, for good; its Redis is its own.
-			rep, err := Play(st, sc, backend, nil)
-			if rep != nil {
-				rep.Notes = append(rep.Notes, "played on the wall clock, not in virtual time, where "+why)
-			}
-			return rep, err
-		}
-	}
+	defer stop()
 	var g Graded
-	row, incomplete, err := Row(st, play)
+	row, incomplete, err := Row(st, func(st *steps.Step, sc steps.Scenario) (*referee.Report, error) {
+		rep, _, err := play(st, sc)
+		return rep, err
+	})
 	g.Row, g.Incomplete = row, incomplete
 	for _, c := range row {
 		if c.Report != nil {
@@ -123,6 +178,98 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 		g.Err = err.Error()
 	}
 	return write(out, g)
+}
+
+// guard returns a play of one cell on backend, inside a bubble of its own where bubble is given
+// and the backend is Virtual, and says which clock the cell played on (VirtualTime or WallClock,
+// as the cell's own clock read at its start). pkgOf names the package whose frames name the
+// cause of a cell that could not end:
+//   - a bubble that panics because goroutines of the lock were still waiting once its run had
+//     ended is a cell without a verdict, with that cause;
+//   - a bubble whose clock stops (a goroutine waits for a sync.Mutex that another holds across a
+//     sleep or a round trip: not a wait synctest can see through) is left behind, and the cell is
+//     played again on the wall clock, with a note that says why;
+//   - a cell that outlasts cellLimit of wall time calls hung with its cause, which must not
+//     return (the cell's goroutines cannot be stopped): it writes what it can and exits.
+//
+// Hazard: call stop when every cell is played; until then a timer watches the cell playing now.
+func guard(backend string, bubble Bubble, pkgOf func(*steps.Step) string, hung func(*steps.Step, steps.Scenario, string)) (play func(*steps.Step, steps.Scenario) (*referee.Report, string, error), stop func()) {
+	type cell struct {
+		st *steps.Step
+		sc steps.Scenario
+	}
+	var cur atomic.Pointer[cell] // the cell playing now
+	cur.Store(&cell{})
+	watch := time.AfterFunc(cellLimit, func() {
+		c := cur.Load()
+		hung(c.st, c.sc, Diagnose(AllStacks(), pkgOf(c.st), false))
+	})
+	play = func(st *steps.Step, sc steps.Scenario) (*referee.Report, string, error) {
+		cur.Store(&cell{st, sc})
+		watch.Reset(cellLimit)
+		if bubble == nil || !Virtual(backend) {
+			rep, err := Play(st, sc, backend, nil)
+			return rep, WallClock, err
+		}
+		type played struct {
+			rep   *referee.Report
+			clock string
+			err   error
+			stuck string // the panic of a bubble whose goroutines waited for ever
+		}
+		done := make(chan played, 1)
+		go func() {
+			var p played
+			guarded := func(f func()) {
+				defer func() {
+					if r := recover(); r != nil {
+						p.stuck = fmt.Sprint(r)
+					}
+				}()
+				bubble(func() {
+					p.clock = clockOf(time.Now())
+					f()
+				})
+			}
+			p.rep, p.err = Play(st, sc, backend, guarded)
+			done <- p
+		}()
+		stop := make(chan struct{})
+		defer close(stop)
+		stall := make(chan string, 1)
+		go Stalled(stop, func() { stall <- Diagnose(AllStacks(), pkgOf(st), false) })
+		select {
+		case p := <-done:
+			if p.stuck != "" {
+				return stuckReport(st, sc, Diagnose(AllStacks(), pkgOf(st), strings.Contains(p.stuck, "exited"))), p.clock, nil
+			}
+			return p.rep, p.clock, p.err
+		case why := <-stall:
+			// The bubble's goroutines stay where they are, for good; its Redis is its own.
+			rep, err := Play(st, sc, backend, nil)
+			if rep != nil {
+				rep.Notes = append(rep.Notes, "played on the wall clock, not in virtual time, where "+why)
+			}
+			return rep, WallClock, err
+		}
+	}
+	return play, func() { watch.Stop() }
+}
+
+// The clocks a cell plays on, as Played.Clock says them.
+const (
+	VirtualTime = "virtual time"
+	WallClock   = "the wall clock"
+)
+
+// clockOf says which clock t, a cell's time.Now() at its start, was read from: a
+// testing/synctest bubble's clock starts at midnight UTC on 1 January 2000, and the wall clock
+// has long passed it.
+func clockOf(t time.Time) string {
+	if t.Before(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		return VirtualTime
+	}
+	return WallClock
 }
 
 // Stalled calls found once the newest bubble's goroutines have not moved for stallLimit dumps
@@ -178,8 +325,8 @@ func stuckReport(st *steps.Step, sc steps.Scenario, why string) *referee.Report 
 		Unjudged: scenario.Judges(sc), TimedOut: why}
 }
 
-func write(out string, g Graded) error {
-	b, err := json.Marshal(g)
+func write(out string, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}

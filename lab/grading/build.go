@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Overlay is one generated file laid over a package of this module for a build (go build or go
@@ -95,26 +96,11 @@ func Build(ctx context.Context, p *Pkg, ov Overlay, dir string) (string, error) 
 	if err := os.WriteFile(specFile, spec, 0o644); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "bin")
-	args := append(slices.Clone(ov.Args), "-overlay", specFile, "-o", bin, "./"+ov.Pkg)
-	cmd := exec.CommandContext(ctx, GoTool(), args...)
-	cmd.Dir = p.Root
-	// The overlay names the package by p.Root, symbolic links resolved: go must see the same path.
-	cmd.Env = append(os.Environ(), "PWD="+p.Root)
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		return bin, nil
+	bin, out, err := goBuild(ctx, p.Root, append(slices.Clone(ov.Args), "-overlay", specFile), ov.Pkg, dir)
+	if err == nil || ctx.Err() != nil {
+		return bin, err
 	}
-	if ctx.Err() != nil {
-		return "", ctx.Err()
-	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "FAIL") {
-			lines = append(lines, RelError(strings.TrimSpace(l), p.Root))
-		}
-	}
-	msg := FirstOfLines(strings.Join(lines, "\n"))
+	msg := firstBuildError(out, p.Root)
 	switch {
 	case strings.Contains(string(out), ov.Name):
 		return "", usageError("%s's New or Order does not fit the lab (%s or %s): %s", p.Rel, WantNew, WantOrder, msg)
@@ -122,6 +108,65 @@ func Build(ctx context.Context, p *Pkg, ov Overlay, dir string) (string, error) 
 		return "", usageError("%s does not build: %s; go build ./%s shows every error", p.Rel, msg, p.Rel)
 	}
 	return "", fmt.Errorf("go %s of %s with %s: %v: %s", ov.Args[0], ov.What, p.Rel, err, msg)
+}
+
+// BuildGrader builds internal/matrix's test binary of the module in root, as it stands, into
+// dir: the grader in which lab run and lab matrix play the embedded backend in virtual time. Its
+// error is one line. Hazard: as Build, it links a whole binary.
+func BuildGrader(ctx context.Context, root, dir string) (string, error) {
+	bin, out, err := goBuild(ctx, root, []string{"test", "-c"}, "internal/matrix", dir)
+	if err == nil || ctx.Err() != nil {
+		return bin, err
+	}
+	return "", fmt.Errorf("go test -c ./internal/matrix (the grader) in %s: %v: %s", root, err, firstBuildError(out, root))
+}
+
+// ModuleRoot is the folder of lockstep's module that holds dir, or an error in one line.
+func ModuleRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", err
+	}
+	root, mod, err := moduleOf(abs)
+	if err != nil || mod != ModulePath {
+		return "", fmt.Errorf("%s is not inside lockstep's module (%s)", dir, ModulePath)
+	}
+	return root, nil
+}
+
+// goBuild runs the go command with args, "-o BIN ./PKG" added, in root, and returns the binary
+// and what go said. Ctrl-C (ctx ending) interrupts go, which then removes its own work folder.
+func goBuild(ctx context.Context, root string, args []string, pkg, dir string) (string, []byte, error) {
+	bin := filepath.Join(dir, "bin")
+	args = append(slices.Clone(args), "-o", bin, "./"+pkg)
+	cmd := exec.CommandContext(ctx, GoTool(), args...)
+	cmd.Dir = root
+	// An overlay names the package by root, symbolic links resolved: go must see the same path.
+	cmd.Env = append(os.Environ(), "PWD="+root)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", out, ctx.Err()
+		}
+		return "", out, err
+	}
+	return bin, out, nil
+}
+
+// firstBuildError is the first line of go's output about a failed build, paths from root.
+func firstBuildError(out []byte, root string) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "FAIL") {
+			lines = append(lines, RelError(strings.TrimSpace(l), root))
+		}
+	}
+	return FirstOfLines(strings.Join(lines, "\n"))
 }
 
 // GoTool is the go command: the one on PATH, else the one of the toolchain that built the lab.

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/matrix"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/lab/grading"
+	"github.com/lockstep-lab/lockstep/steps"
+)
+
+// grader is internal/matrix's test binary, built in a folder of its own: Go has virtual time
+// under go test alone, so the headless commands play the embedded backend in it. lab grade plays
+// a learner's row there (TestGrade, with the learner's package laid over it); lab run and lab
+// matrix play their cells there (TestPlay; in a lab built by lab -dir, with that learner's
+// package laid over it too, so its slug plays).
+type grader struct {
+	ctx  context.Context
+	tmp  string // the build and the files the binary reads and writes; close removes it
+	bin  string
+	root string // the module's folder: the binary runs in its internal/matrix
+	what string // "the grader of steps/mine", for an error
+}
+
+// buildGrader builds the grader, saying so on stderr: with p's package laid over it (nodes lock
+// nodes) when p is given, else the module that holds the working directory as it stands. ctx
+// ending (Ctrl-C) stops the build: a childExit with status 130. Hazard: close what it returns,
+// or its build stays behind.
+func buildGrader(ctx context.Context, p *grading.Pkg, nodes int, stderr io.Writer) (*grader, error) {
+	g := &grader{ctx: ctx, what: "the grader"}
+	if p != nil {
+		g.root, g.what = p.Root, "the grader of "+p.Rel
+	} else {
+		wd, err := os.Getwd()
+		if err == nil {
+			g.root, err = grading.ModuleRoot(wd)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the embedded backend plays in virtual time in a grader built from lockstep's source (go test -c ./internal/matrix), and %v: run the lab inside lockstep's folder, or choose another backend with -redis", err)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "lockstep-grade-")
+	if err != nil {
+		return nil, err
+	}
+	g.tmp = tmp
+	if p != nil {
+		fmt.Fprintf(stderr, "lab: building the grader with %s (go test -c; the first time takes a while)…\n", p.Rel)
+		g.bin, err = grading.Build(ctx, p, grading.GraderOverlay(p, nodes), tmp)
+	} else {
+		fmt.Fprintln(stderr, "lab: building the grader, to play in virtual time (go test -c ./internal/matrix; the first time takes a while)…")
+		g.bin, err = grading.BuildGrader(ctx, g.root, tmp)
+	}
+	if err != nil {
+		g.close()
+		if ctx.Err() != nil {
+			return nil, &childExit{code: 130}
+		}
+		return nil, err
+	}
+	return g, nil
+}
+
+// close removes the grader's build and files.
+func (g *grader) close() { os.RemoveAll(g.tmp) }
+
+// run runs test in the grader, with env added to this process's, and reads what it wrote to
+// $LOCKSTEP_GRADE_OUT (a file of the grader's folder, named for the test) into out. err is ctx
+// ending (a childExit with status 130: Ctrl-C or a SIGTERM stops the binary, which ends
+// everything it started) or a grader that wrote nothing readable, with the line that says why;
+// failed is a grader that wrote its file and then failed, for the caller to weigh after what
+// the file says (a hung cell's line comes first).
+func (g *grader) run(test string, env []string, out any) (failed, err error) {
+	file := filepath.Join(g.tmp, test+".json")
+	os.Remove(file) // a file an earlier run wrote is not this run's
+	cmd := exec.CommandContext(g.ctx, g.bin, "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Dir = filepath.Join(g.root, "internal", "matrix")
+	cmd.Env = append(append(os.Environ(), matrix.GradeOut+"="+file), env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	runErr := cmd.Run()
+	if g.ctx.Err() != nil {
+		return nil, &childExit{code: 130}
+	}
+	b, err := os.ReadFile(file)
+	if err == nil {
+		err = json.Unmarshal(b, out)
+	}
+	if err != nil || runErr != nil {
+		failed = fmt.Errorf("%s failed: %s", g.what, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
+	}
+	if err != nil {
+		return nil, failed
+	}
+	return failed, nil
+}
+
+// player plays a headless command's cells (lab run, lab matrix): on the embedded backend in
+// virtual time, in a grader built for the command; on the other backends, whose Redis is another
+// process's clock, or where a test has set bubble (the lab's tests play in virtual time in their
+// own process), in this process through play, on the wall clock or in the test's bubbles.
+type player struct {
+	backend string
+	gr      *grader // nil: in this process
+	stop    func()
+	once    sync.Once
+}
+
+// newPlayer is the player of a headless command on backend; it builds the grader (saying so on
+// stderr) where it needs one. Ctrl-C or a SIGTERM stops what plays: in this process every Redis
+// the lab started is stopped and the process exits with status 130 (stopOnSignal); a grader is
+// stopped, and the command returns a childExit with status 130. Hazard: close it when the
+// command returns, or the build stays behind.
+func newPlayer(backend string, stderr io.Writer) (*player, error) {
+	if bubble != nil || !matrix.Virtual(backend) {
+		return &player{backend: backend, stop: stopOnSignal()}, nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	var p *grading.Pkg
+	nodes := 1
+	if learner != nil { // a lab built by lab -dir: its learner's step plays in the grader too
+		var err error
+		if p, err = grading.Inspect(learnerDir); err != nil {
+			stop()
+			return nil, err
+		}
+		nodes = learner.Nodes
+	}
+	gr, err := buildGrader(ctx, p, nodes, stderr)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "lab: interrupted; the grader's build is stopped and removed")
+		}
+		stop()
+		return nil, err
+	}
+	return &player{backend: backend, gr: gr, stop: func() {
+		interrupted := ctx.Err() != nil // before stop, which ends ctx too
+		stop()
+		gr.close()
+		if interrupted {
+			fmt.Fprintln(stderr, "lab: interrupted; the grader is stopped and its build removed")
+		}
+	}}, nil
+}
+
+// close ends what newPlayer started; a second close does nothing.
+func (pl *player) close() { pl.once.Do(pl.stop) }
+
+// played is one cell's report, or the error that left it without one, as play returns them, and
+// the clock a grader says it played on (matrix.VirtualTime, matrix.WallClock; "" in this
+// process).
+type played struct {
+	rep   *referee.Report
+	err   error
+	clock string
+}
+
+// cells plays each of scs against st, one after the other, each on a fresh env of the player's
+// backend, and returns what each play returned. In this process, a play that failed otherwise
+// than a scenario the backend cannot stage or a topology it cannot give (a backend that would not
+// start) is the last: the cells after it are not played, as matrix.Row stops there. err is the
+// grader's failure (a cell that never ended, a grader that crashed) or Ctrl-C: nothing was
+// played then.
+func (pl *player) cells(st *steps.Step, scs []steps.Scenario) ([]played, error) {
+	out := make([]played, 0, len(scs))
+	if pl.gr == nil {
+		for _, sc := range scs {
+			rep, err := play(st, sc, pl.backend)
+			out = append(out, played{rep: rep, err: err})
+			if err != nil && !errors.Is(err, arena.ErrCannotStage) && !errors.Is(err, redisenv.ErrSingleNode) {
+				break
+			}
+		}
+		return out, nil
+	}
+	want := make([]matrix.Want, len(scs))
+	for i, sc := range scs {
+		want[i] = matrix.Want{Step: st.Slug, Scenario: sc}
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		return nil, err
+	}
+	in := filepath.Join(pl.gr.tmp, "cells.json")
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		return nil, err
+	}
+	var ps matrix.Plays
+	failed, err := pl.gr.run("TestPlay", []string{"LAB_REDIS=" + pl.backend, matrix.PlayIn + "=" + in}, &ps)
+	switch {
+	case err != nil:
+		return nil, err
+	case ps.Hung != "":
+		return nil, errors.New(ps.Hung)
+	case failed != nil:
+		return nil, failed
+	case len(ps.Cells) != len(want):
+		return nil, fmt.Errorf("%s played %d cells of %d", pl.gr.what, len(ps.Cells), len(want))
+	}
+	for _, p := range ps.Cells {
+		rep, err := p.Result()
+		out = append(out, played{rep: rep, err: err, clock: p.Clock})
+	}
+	return out, nil
+}
