@@ -134,7 +134,13 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 		root = p.Root
 		bin, err = grading.Build(ctx, p, grading.ExplorerOverlay(p, f.nodes), tmp)
 	} else {
-		root, bin, err = buildExplorer(ctx, tmp)
+		var wd string
+		if wd, err = os.Getwd(); err == nil {
+			if root, err = grading.ModuleRoot(wd); err != nil {
+				return usageError("explore runs inside lockstep's module (cd into it, then go run ./lab explore …): %v", err)
+			}
+			bin, err = grading.BuildTest(ctx, root, "internal/explore", "the explorer", tmp)
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -308,38 +314,6 @@ func saveFound(file string, fd *explore.Found) error {
 		return fmt.Errorf("writing the found program: %w", err)
 	}
 	return nil
-}
-
-// buildExplorer builds internal/explore's test binary into dir, from the module the lab is run
-// in, and returns the module's root and the binary.
-func buildExplorer(ctx context.Context, dir string) (root, bin string, err error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", "", err
-	}
-	root, err = lockstepRoot(wd)
-	if err != nil {
-		return "", "", err
-	}
-	bin = filepath.Join(dir, "explorer")
-	cmd := exec.CommandContext(ctx, grading.GoTool(), "test", "-c", "-o", bin, "./internal/explore")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("go test -c of the explorer: %v: %s", err, grading.FirstOfLines(strings.TrimSpace(string(out))))
-	}
-	return root, bin, nil
-}
-
-// lockstepRoot is the folder of lockstep's go.mod at or above dir.
-func lockstepRoot(dir string) (string, error) {
-	for root := dir; ; root = filepath.Dir(root) {
-		if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err == nil && bytes.Contains(b, []byte("module "+grading.ModulePath+"\n")) {
-			return root, nil
-		}
-		if filepath.Dir(root) == root {
-			return "", usageError("explore runs inside lockstep's module (cd into it, then go run ./lab explore …)")
-		}
-	}
 }
 
 // parseFaults reads -faults: names of explore.Faults, comma-separated, or "none".

@@ -114,11 +114,17 @@ func Build(ctx context.Context, p *Pkg, ov Overlay, dir string) (string, error) 
 // dir: the grader in which lab run and lab matrix play the embedded backend in virtual time. Its
 // error is one line. Hazard: as Build, it links a whole binary.
 func BuildGrader(ctx context.Context, root, dir string) (string, error) {
-	bin, out, err := goBuild(ctx, root, []string{"test", "-c"}, "internal/matrix", dir)
+	return BuildTest(ctx, root, "internal/matrix", "the grader", dir)
+}
+
+// BuildTest builds the test binary of the package pkg (a path inside the module in root, such as
+// internal/explore), as it stands, into dir; what names it in the one-line error.
+func BuildTest(ctx context.Context, root, pkg, what, dir string) (string, error) {
+	bin, out, err := goBuild(ctx, root, []string{"test", "-c"}, pkg, dir)
 	if err == nil || ctx.Err() != nil {
 		return bin, err
 	}
-	return "", fmt.Errorf("go test -c ./internal/matrix (the grader) in %s: %v: %s", root, err, firstBuildError(out, root))
+	return "", fmt.Errorf("go test -c ./%s (%s) in %s: %v: %s", pkg, what, root, err, firstBuildError(out, root))
 }
 
 // ModuleRoot is the folder of lockstep's module that holds dir, or an error in one line.
