@@ -158,7 +158,7 @@ func Play(t *testing.T, st *steps.Step, sc steps.Scenario) (rep *referee.Report,
 		env := Env(t, redisenv.Options{Nodes: st.Nodes})
 		rep, stalled, err := scenario.Steady(context.Background(), arena.Config{Step: st, Env: env}, sc, scenario.StallTries)
 		if stalled > 0 {
-			t.Logf("played %d more time(s): the machine stalled the run", stalled)
+			t.Logf("played again (%d): the machine stalled the run", stalled)
 		}
 		return rep, err
 	}
