@@ -498,7 +498,7 @@ func docClaims(t *testing.T, c docCmd, args []string, stdout, stderr string, too
 	}
 	// Saved runs judged again: every one to the verdict it earned when it was played.
 	if args[0] == "judge" {
-		m := regexp.MustCompile(`(\d+) run\(s\) judged again from their histories: (\d+) as when played, 0 differ, 0 without a verdict`).FindStringSubmatch(stdout)
+		m := regexp.MustCompile(`(\d+) runs? judged again from their histories: (\d+) as when played, 0 differ, 0 without a verdict`).FindStringSubmatch(stdout)
 		if m == nil || m[1] != m[2] {
 			t.Errorf("%s: judge did not give every saved run its verdict again:\n%s", c.where, stdout)
 		}

@@ -9,6 +9,7 @@
 //	go run ./lab judge runs.json                  judge saved runs again, offline (run/matrix -save)
 //	go run ./lab grade steps/mine                 your own lock against every scenario (see grade.go)
 //	go run ./lab -dir steps/mine                  the terminal lab, your lock as the picker's last line
+//	go run ./lab class alice.json bob.json        a room's saved grades in one table (grade -name -save)
 package main
 
 import (
@@ -74,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return gradeCmd(args[1:], stdout, stderr)
 		case "judge":
 			return judgeCmd(args[1:], stdout, stderr)
+		case "class":
+			return classCmd(args[1:], stdout, stderr)
 		case "help":
 			return run([]string{"-h"}, stdout, stderr)
 		}
