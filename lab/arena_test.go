@@ -278,7 +278,7 @@ func TestLogStaysInItsPlace(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvDone, Buyer: 1, Err: "boom\nline 2\nline 3\n"})
 	}
-	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvDone, Buyer: 2, Sold: true, Err: "steps: lock is not held by this process"})
+	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvDone, Buyer: 2, Sold: true, Err: steps.ErrNotOwner.Error()})
 	m.msg = "the scenario failed: panic\ngoroutine 1\nmain.go:1"
 	for _, size := range [][2]int{{100, 30}, {80, 24}} {
 		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
@@ -291,7 +291,7 @@ func TestLogStaysInItsPlace(t *testing.T) {
 			t.Errorf("%v: the multi-line detail:\n%s", size, v)
 		}
 	}
-	if l := a.log[len(a.log)-1]; !strings.HasSuffix(l, "buyer 2's order sold; then lock is not held by this process") {
+	if l := a.log[len(a.log)-1]; !strings.HasSuffix(l, "buyer 2's order sold; then the lock is not held by this process") {
 		t.Errorf("sold, then an error: %q", l)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -85,26 +86,42 @@ type gradeFlags struct {
 	nodes   int
 	backend string
 	asJSON  bool
-	html    string // write the grade as a page to this file
+	html    string          // write the grade as a page to this file
+	want    *grading.Target // the row the learner aims for (-want), or nil
+	name    string          // the learner's name, for lab class (-name)
+	save    string          // write the grade's runs to this file, for lab class and lab judge (-save)
 }
 
 // gradeCmd grades the package in the folder its one argument names: every scenario, its row, a
-// sentence per violation; an error (exit 1) when anything was violated or not judged.
+// sentence per violation, the way on from each break; an error (exit 1) when anything was
+// violated or not judged — or, with -want, when the row is not the target's.
 func gradeCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("grade", "lab grade [-nodes 1] [-redis embedded] [-json] [-html FILE] DIR\n\n"+
+	fs := newFlags("grade", "lab grade [-want STEP] [-name NAME -save FILE] [-nodes 1] [-redis embedded] [-json] [-html FILE] DIR\n\n"+
 		"Grades the lock package in DIR (a folder inside this module, e.g. steps/mine: a copy of a step,\n"+
 		"changed). It must export "+grading.WantNew+", and may export\n"+
 		grading.WantOrder+" (without it, the lab's steps.DefaultOrder places the orders).\n"+
 		"Every scenario is played against it as the matrix plays the steps, in virtual time on the\n"+
-		"embedded backend; exit 0 when nothing was violated, 1 when something was, 2 on bad input.", stderr)
+		"embedded backend; exit 0 when nothing was violated, 1 when something was, 2 on bad input.\n"+
+		"With -want, exit 0 when the row is the target's, cell for cell, and 1 when it is not.", stderr)
 	var f gradeFlags
 	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets (Proc.Nodes): 3 for a quorum lock such as step 15's")
 	fs.StringVar(&f.backend, "redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the row as matrix -json does, each violation with its sentence")
 	fs.StringVar(&f.html, "html", "", "write the grade as one self-contained page to this file: your row beside the nearest steps' rows, each cell linked to its run's timeline")
+	want := fs.String("want", "", "the row you aim for: a step (04), then any scenario=verdict where an exercise's row is not that step's (05,unlock-race=ok; a verdict is ok, ?, or kinds joined by +)")
+	fs.StringVar(&f.name, "name", "", "your name, as lab class shows your row beside the others' (with -save or -html)")
+	fs.StringVar(&f.save, "save", "", "write the grade (every cell's run, your name) to this file, for lab class and lab judge")
 	dir, err := parseWithDir(fs, args)
 	if err != nil {
 		return err
+	}
+	if *want != "" {
+		if f.want, err = grading.ParseTarget(catalog.Find, *want); err != nil {
+			return err
+		}
+	}
+	if f.name != "" && f.save == "" && f.html == "" {
+		return usageError("-name names a saved grade: give -save FILE (or -html FILE) too")
 	}
 	if f.nodes < 1 || f.nodes > 9 {
 		return usageError("-nodes %d: want 1…9 lock nodes", f.nodes)
@@ -159,7 +176,7 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 		clock = "on the wall clock"
 	}
 	if !f.asJSON {
-		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend (%d lock node(s)), %s…\n", len(scenario.Names()), p.Rel, backend, f.nodes, clock)
+		fmt.Fprintf(stderr, "lab: playing %d scenarios against %s on the %s backend (%s), %s…\n", len(scenario.Names()), p.Rel, backend, course.Count(f.nodes, "lock node", "lock nodes"), clock)
 	}
 	var g matrix.Graded
 	failed, err := gr.run("TestGrade", []string{"LAB_REDIS=" + f.backend}, &g)
@@ -173,12 +190,47 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 	case failed != nil:
 		return failed
 	}
+	played := time.Now()
 	if f.html != "" {
-		if err := writeGradePage(f.html, p.Rel, g, time.Now()); err != nil {
+		if err := writeGradePage(f.html, p.Rel, f.name, g, played); err != nil {
 			return err
 		}
 	}
-	return printGraded(p.Rel, g, f.asJSON, stdout)
+	if f.save != "" {
+		if err := saveGrade(f.save, f.name, g, played); err != nil {
+			return err
+		}
+	}
+	err = printGraded(p.Rel, g, f.asJSON, stdout)
+	if f.want == nil {
+		return err
+	}
+	w := stdout
+	if f.asJSON {
+		w = stderr // stdout is the row as JSON
+	}
+	return printTarget(w, p.Rel, f.want, g.Row)
+}
+
+// printTarget says whether row is the target's, cell for cell, and if not, each cell that is not
+// with what clears it: an error (exit 1) when it is not.
+func printTarget(w io.Writer, slug string, t *grading.Target, row []cell) error {
+	misses := t.Misses(catalog.Steps, row)
+	if len(misses) == 0 {
+		fmt.Fprintf(w, "\nTarget met: your row is %s, cell for cell.\n", t)
+		return nil
+	}
+	fmt.Fprintf(w, "\nTarget not met: %s of your row %s from %s:\n", course.Count(len(misses), "cell", "cells"), map[bool]string{true: "differs", false: "differ"}[len(misses) == 1], t)
+	var under []string
+	for _, m := range misses {
+		fmt.Fprintf(w, "  %s: yours %s, the target's %s.", m.Scenario, m.Got, m.Want)
+		if m.Fix != "" {
+			fmt.Fprintf(w, " %s", m.Fix)
+		}
+		fmt.Fprintln(w)
+		under = append(under, string(m.Scenario))
+	}
+	return fmt.Errorf("%s: not the target's row under %s", slug, strings.Join(under, ", "))
 }
 
 // testFailure is the line of a test binary's output that says why it failed: its first panic or
@@ -218,7 +270,7 @@ func printGraded(slug string, g matrix.Graded, asJSON bool, stdout io.Writer) er
 	case len(broke) > 0:
 		return fmt.Errorf("%s violated %d of %d scenarios: %s", slug, len(broke), len(g.Row), strings.Join(broke, ", "))
 	case g.Incomplete > 0:
-		return fmt.Errorf("%s: %d scenarios have no verdict", slug, g.Incomplete)
+		return fmt.Errorf("%s: %s no verdict", slug, course.Count(g.Incomplete, "scenario has", "scenarios have"))
 	}
 	return nil
 }
@@ -251,6 +303,15 @@ func printGrade(w io.Writer, slug string, row []cell) {
 	fmt.Fprintf(w, "\nYour row of the matrix:\n\n%s", renderMatrix(row))
 	if like := grading.Like(catalog.Steps, row, learner); like != "" {
 		fmt.Fprintf(w, "\n%s\n", like)
+	}
+	var on []string
+	for _, c := range row {
+		if len(c.Violations) > 0 && c.Skipped == "" && len(c.Unjudged) == 0 {
+			on = append(on, fmt.Sprintf("  %s: %s", c.Scenario, grading.WayOn(catalog.Steps, steps.Scenario(c.Scenario), c.Violations)))
+		}
+	}
+	if len(on) > 0 {
+		fmt.Fprintf(w, "\nThe way on, scenario by scenario:\n%s\n", strings.Join(on, "\n"))
 	}
 }
 

@@ -192,6 +192,9 @@ func TestGradeBadInput(t *testing.T) {
 		{"-nodes out of range", []string{"-nodes", "0", "../steps/09_lua_unlock"}, "-nodes 0"},
 		{"-nodes after the folder", []string{"../steps/no-such-folder", "-nodes", "x"}, "invalid value \"x\" for flag -nodes"},
 		{"two folders", []string{"../steps/09_lua_unlock", "../steps/17_atomic_stock"}, "unexpected argument"},
+		{"-want of no step", []string{"-want", "99", "../steps/09_lua_unlock"}, "-want 99: unknown step"},
+		{"-want of no scenario", []string{"../steps/09_lua_unlock", "-want", "04,nope=ok"}, `"nope=ok" is not scenario=verdict`},
+		{"-name saves nothing", []string{"-name", "ada", "../steps/09_lua_unlock"}, "-name names a saved grade"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := grade(t, tc.args...)

@@ -133,7 +133,7 @@ func TestJudgeSavedRuns(t *testing.T) {
 		t.Fatalf("judge: %v\n%s", err, out.String())
 	}
 	n := 2 * len(scenario.Names())
-	if want := fmt.Sprintf("%d run(s) judged again from their histories: %d as when played, 0 differ", n, n); !strings.Contains(out.String(), want) {
+	if want := fmt.Sprintf("%d runs judged again from their histories: %d as when played, 0 differ", n, n); !strings.Contains(out.String(), want) {
 		t.Errorf("judge: want %q\n%s", want, out.String())
 	}
 	// Take out of 05 × unlock-race the record of the foreign delete: judged again, it differs.

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -22,8 +24,10 @@ import (
 
 // savedRuns is the file -save writes and judge reads.
 type savedRuns struct {
-	Lockstep string     `json:"lockstep"` // "runs": what the file is
-	Runs     []savedRun `json:"runs"`
+	Lockstep string `json:"lockstep"` // "runs": what the file is
+	// Name is whose lock the runs played, for lab class: lab grade -name; "" when not given.
+	Name string     `json:"name,omitempty"`
+	Runs []savedRun `json:"runs"`
 }
 
 // savedRun is one cell: where it was played, the verdict it earned, and its history.
@@ -41,7 +45,19 @@ type savedRun struct {
 
 // saveRuns writes the reports' runs to file.
 func saveRuns(file string, reps []*referee.Report) error {
-	out := savedOf(reps, time.Now())
+	return writeRuns(file, savedOf(reps, time.Now()))
+}
+
+// saveGrade writes a learner's grade to file as the runs of its cells, with the learner's name:
+// lab class reads it beside the others', lab judge judges it again.
+func saveGrade(file, name string, g matrix.Graded, played time.Time) error {
+	out := savedOf(gradeReports(g), played)
+	out.Name = name
+	return writeRuns(file, out)
+}
+
+// writeRuns writes out to file as JSON.
+func writeRuns(file string, out savedRuns) error {
 	var b bytes.Buffer
 	if err := json.NewEncoder(&b).Encode(out); err != nil {
 		return err
@@ -96,13 +112,19 @@ func readRuns(file string) ([]savedRun, error) {
 func withJudged(h *history.History) { scenario.Fill(h) }
 
 func readRunsAsSaved(file string) ([]savedRun, error) {
+	s, err := readSaved(file)
+	return s.Runs, err
+}
+
+// readSaved reads a file of runs as readRuns does, with the name it was saved under.
+func readSaved(file string) (savedRuns, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, usageError("%v", err)
+		return savedRuns{}, usageError("%v", err)
 	}
 	if isPage(b) { // a page run, matrix, grade or judge wrote with -html carries its runs
 		if b, err = runsOfPage(b); err != nil {
-			return nil, usageError("%s: %v", file, err)
+			return savedRuns{}, usageError("%s: %v", file, err)
 		}
 	}
 	var probe struct {
@@ -111,30 +133,30 @@ func readRunsAsSaved(file string) ([]savedRun, error) {
 		Records  json.RawMessage `json:"records"`
 	}
 	if err := json.Unmarshal(b, &probe); err != nil {
-		return nil, usageError("%s is not a saved run: %v", file, err)
+		return savedRuns{}, usageError("%s is not a saved run: %v", file, err)
 	}
 	switch {
 	case probe.Lockstep == "runs":
 		var s savedRuns
 		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, usageError("%s: %v", file, err)
+			return savedRuns{}, usageError("%s: %v", file, err)
 		}
-		return s.Runs, nil
+		return s, nil
 	case probe.History != nil:
 		var rep referee.Report
 		if err := json.Unmarshal(b, &rep); err != nil || rep.History == nil {
-			return nil, usageError("%s: not a report with its history (lab run -json)", file)
+			return savedRuns{}, usageError("%s: not a report with its history (lab run -json)", file)
 		}
-		return []savedRun{{Step: rep.Step, Scenario: rep.Scenario, Backend: rep.Backend, Violations: rep.Violations,
-			Unjudged: rep.Unjudged, History: rep.History, Others: rep.Others}}, nil
+		return savedRuns{Lockstep: "runs", Runs: []savedRun{{Step: rep.Step, Scenario: rep.Scenario, Backend: rep.Backend, Violations: rep.Violations,
+			Unjudged: rep.Unjudged, History: rep.History, Others: rep.Others}}}, nil
 	case probe.Records != nil:
 		h, err := history.ReadHistory(bytes.NewReader(b))
 		if err != nil {
-			return nil, usageError("%s: %v", file, err)
+			return savedRuns{}, usageError("%s: %v", file, err)
 		}
-		return []savedRun{{Step: h.Step, Scenario: string(h.Scenario), Backend: h.Backend, History: h}}, nil
+		return savedRuns{Lockstep: "runs", Runs: []savedRun{{Step: h.Step, Scenario: string(h.Scenario), Backend: h.Backend, History: h}}}, nil
 	}
-	return nil, usageError("%s is not a saved run (lab run -save, lab matrix -save, lab run -json)", file)
+	return savedRuns{}, usageError("%s is not a saved run (lab run -save, lab matrix -save, lab run -json)", file)
 }
 
 // judgeCmd judges every run of a saved file again, offline, and says whether each verdict is the
@@ -202,14 +224,14 @@ func judgeCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if !*asJSON {
-		fmt.Fprintf(stdout, "%d run(s) judged again from their histories: %d as when played, %d differ, %d without a verdict\n",
-			len(cells), len(cells)-len(differ), len(differ), len(incomplete))
+		fmt.Fprintf(stdout, "%s judged again from their histories: %d as when played, %d differ, %d without a verdict\n",
+			course.Count(len(cells), "run", "runs"), len(cells)-len(differ), len(differ), len(incomplete))
 	}
 	switch {
 	case len(differ) > 0:
-		return fmt.Errorf("%d of %d runs judged again differ from their verdict when played", len(differ), len(cells))
+		return fmt.Errorf("%d of %s judged again %s from the verdict when played", len(differ), course.Count(len(cells), "run", "runs"), map[bool]string{true: "differs", false: "differ"}[len(differ) == 1])
 	case len(incomplete) > 0:
-		return fmt.Errorf("%d runs have no verdict", len(incomplete))
+		return fmt.Errorf("%s no verdict", course.Count(len(incomplete), "run has", "runs have"))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@
 //	go run ./lab grade steps/mine                 your own lock against every scenario (see grade.go)
 //	go run ./lab explore 13                       random programs of faults until one breaks it, shrunk
 //	go run ./lab -dir steps/mine                  the terminal lab, your lock as the picker's last line
+//	go run ./lab class alice.json bob.json        a room's saved grades in one table (grade -name -save)
 package main
 
 import (
@@ -75,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return judgeCmd(args[1:], stdout, stderr)
 		case "explore":
 			return exploreCmd(args[1:], stdout, stderr)
+		case "class":
+			return classCmd(args[1:], stdout, stderr)
 		case "help":
 			return run([]string{"-h"}, stdout, stderr)
 		}

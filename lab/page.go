@@ -24,7 +24,7 @@ import (
 
 // pageData is what a page's script draws.
 type pageData struct {
-	Kind string    `json:"kind"` // "run", "matrix" or "grade"
+	Kind string    `json:"kind"` // "run", "matrix", "grade" or "class"
 	Runs []pageRun `json:"runs"`
 	// Words and Styles are the page's tables: every event's words, and every mark's class,
 	// glyph and label, once each (a matrix's runs say "buyer 1 starts an order" hundreds of

@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -170,7 +171,7 @@ func TestPagesInBrowser(t *testing.T) {
 func judgedBack(t *testing.T, file string, n int) map[string]*referee.Report {
 	t.Helper()
 	var out, errw bytes.Buffer
-	want := fmt.Sprintf("%d run(s) judged again from their histories: %d as when played, 0 differ, 0 without a verdict", n, n)
+	want := fmt.Sprintf("%s judged again from their histories: %d as when played, 0 differ, 0 without a verdict", course.Count(n, "run", "runs"), n)
 	if err := run([]string{"judge", file}, &out, &errw); err != nil || !strings.Contains(out.String(), want) {
 		t.Errorf("judge of %s: %v\n%s", filepath.Base(file), err, out.String())
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
@@ -212,20 +213,8 @@ func gradePage(slug string, row []cell, played string) pageData {
 	}
 	d.Rows[0].Mine, d.Rows[0].Note = true, "your lock"
 	d.Like = grading.Like(catalog.Steps, row, learner)
-	type near struct {
-		st   *steps.Step
-		diff []string
-	}
-	var all []near
-	for _, st := range catalog.Steps {
-		if st.Expect == nil {
-			continue
-		}
-		diff, _ := grading.DiffersUnder(st, row)
-		all = append(all, near{st, diff})
-	}
-	slices.SortStableFunc(all, func(a, b near) int { return len(a.diff) - len(b.diff) })
-	for _, n := range all[:min(len(all), nearestRows)] {
+	near := nearest(row)
+	for _, n := range near[:min(len(near), nearestRows)] {
 		r := pageRow{Step: n.st.Slug, Title: n.st.Title, Note: "the same row, cell for cell"}
 		if len(n.diff) > 0 {
 			r.Note = "differs under " + strings.Join(n.diff, ", ")
@@ -238,6 +227,28 @@ func gradePage(slug string, row []cell, played string) pageData {
 		d.Rows = append(d.Rows, r)
 	}
 	return d
+}
+
+// nearRow is a step of the catalog and the scenarios under which a learner's row is not its
+// (grading.DiffersUnder: a cell without a verdict differs from none).
+type nearRow struct {
+	st   *steps.Step
+	diff []string
+}
+
+// nearest is every step of the catalog that has a row, the nearest to row first (the fewest
+// cells that differ; among equals, the catalog's order).
+func nearest(row []cell) []nearRow {
+	var all []nearRow
+	for _, st := range catalog.Steps {
+		if st.Expect == nil {
+			continue
+		}
+		diff, _ := grading.DiffersUnder(st, row)
+		all = append(all, nearRow{st, diff})
+	}
+	slices.SortStableFunc(all, func(a, b nearRow) int { return len(a.diff) - len(b.diff) })
+	return all
 }
 
 // nearestRows is how many of the catalog's rows a grade's page shows beside the learner's.
@@ -258,8 +269,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 <body data-kind="{{.Kind}}">
 <header class="top">
 <h1>lockstep · {{.Title}}</h1>
-<p class="meta">{{if .Backend}}{{.Backend}} backend{{end}}{{if .Played}} · played {{.Played}}{{end}} · written by <code>lab</code>; <code>go run ./lab judge</code> this file judges its runs again from their histories</p>
-<p class="keys">Hover or click a mark to read what happened; <kbd>←</kbd> <kbd>→</kbd> step through a timeline's events (<kbd>Home</kbd> <kbd>End</kbd>: the first and the last), as the terminal lab's rewind does.</p>
+<p class="meta">{{if .Backend}}{{.Backend}} backend{{end}}{{if .Played}} · played {{.Played}}{{end}} · written by <code>lab</code>{{if .Runs}}; <code>go run ./lab judge</code> this file judges its runs again from their histories{{end}}</p>
+{{if .Runs}}<p class="keys">Hover or click a mark to read what happened; <kbd>←</kbd> <kbd>→</kbd> step through a timeline's events (<kbd>Home</kbd> <kbd>End</kbd>: the first and the last), as the terminal lab's rewind does.</p>{{end}}
 </header>
 <ul id="page-errors" hidden></ul>
 {{if .Rows}}<section class="table">
@@ -281,9 +292,9 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 {{range $j, $p := $r.Plays}}<div class="timeline" data-run="{{$i}}" data-play="{{$j}}" style="min-height: {{height $p}}px">{{if $p.Label}}<p class="play">{{$p.Label}}</p>{{end}}</div>
 {{end}}<details class="report"><summary>the referee's report, as <code>lab run</code> prints it</summary><pre>{{$r.Report}}</pre></details>
 </section>
-{{end}}<footer class="legend">
-<p><b>Lanes:</b> one per buyer, one per lock node, one for the inventory. <span class="sw wait"></span> waiting (from the order's start to its first stock read) · <span class="sw hold"></span> holds the lock · <span class="sw in"></span> inside the critical section (from the read its write was computed from to that write) · <span class="sw over"></span> inside while another order is inside too (an overlap) · <span class="sw frozen"></span> frozen · <span class="sw cut"></span> cut off from the lock server · <span class="sw dead"></span> crashed. On a lock node: a bar per hold, its holder's colour, ended by <b>✓</b> released, <b>!</b> deleted by another buyer, <b>x</b> ran out (its TTL; drawn where it ran out, said when the referee saw it), <b>?</b> lost in a failover or restart (<b>F</b>, <b>R</b>). A quorum's hold ends on every node when its first key is gone, as the referee judges it. On the inventory: each stock read and write, with its fencing token (<b>t</b>) where the step shows one; <b>✗</b> a write the inventory refused. Buyer marks: <b>G</b>/<b>S</b> the stock's GET and SET, <b>N</b> SET NX, <b>L</b> a Lua script, <b>D</b> DEL, <b>P</b> PEXPIRE, <b>⚡</b> a fault, <b>✓</b>/<b>✗</b> the order's end. Where many marks fall on one spot they are drawn as one, with their count.</p>
-</footer>
+{{end}}{{if .Runs}}<footer class="legend">
+<p><b>Lanes:</b> one per buyer, one per lock node, one for the inventory; on the ruler above them, <b>!</b> marks each violation where the referee found it. <span class="sw wait"></span> waiting (from the order's start to its first stock read) · <span class="sw hold"></span> holds the lock · <span class="sw in"></span> inside the critical section (from the read its write was computed from to that write) · <span class="sw over"></span> inside while another order is inside too (an overlap) · <span class="sw frozen"></span> frozen · <span class="sw cut"></span> cut off from the lock server · <span class="sw dead"></span> crashed. On a lock node: a bar per hold, its holder's colour, ended by <b>✓</b> released, <b>!</b> deleted by another buyer, <b>x</b> ran out (its TTL; drawn where it ran out, said when the referee saw it), <b>?</b> lost in a failover or restart (<b>F</b>, <b>R</b>). A quorum's hold ends on every node when its first key is gone, as the referee judges it; where its key stays on another node a while longer, that node's bar says <b>· left</b> and ends when the key goes (<b>!</b> if another buyer deleted it), which blames nobody. On the inventory: each stock read and write, with its fencing token (<b>t</b>) where the step shows one; <b>✗</b> a write the inventory refused. Buyer marks: <b>G</b>/<b>S</b> the stock's GET and SET, <b>N</b> SET NX, <b>L</b> a Lua script, <b>D</b> DEL, <b>P</b> PEXPIRE, <b>⚡</b> a fault, <b>✓</b>/<b>✗</b> the order's end. Where many marks fall on one spot they are drawn as one, with their count.</p>
+</footer>{{end}}
 `))
 
 // writeJudgedPage writes the page of the runs judge read from file and judged again (cells, in
@@ -313,13 +324,24 @@ func writeRunPage(out string, st *steps.Step, rep *referee.Report, played time.T
 // writeMatrixPage writes the page of a played matrix of nSteps steps, played at played, to out.
 func writeMatrixPage(out string, cells []cell, nSteps int, played time.Time) error {
 	when := played.UTC().Format(time.RFC3339)
-	d := matrixPage(fmt.Sprintf("the matrix, %d step(s) × %d scenarios", nSteps, len(scenario.Names())), cells, func(cell) string { return when })
+	d := matrixPage(fmt.Sprintf("the matrix, %s × %d scenarios", course.Count(nSteps, "step", "steps"), len(scenario.Names())), cells, func(cell) string { return when })
 	return writePage(out, d, savedOf(cellReports(cells), played))
 }
 
 // writeGradePage writes the page of a learner's grade, played at played, to out: each cell of
-// the row with the report the grader wrote for it (Graded.Reports).
-func writeGradePage(out, slug string, g matrix.Graded, played time.Time) error {
+// the row with the report the grader wrote for it (Graded.Reports). name is the learner's (-name),
+// or "": lab class reads it back from the page's runs.
+func writeGradePage(out, slug, name string, g matrix.Graded, played time.Time) error {
+	reps := gradeReports(g)
+	when := played.UTC().Format(time.RFC3339)
+	runs := savedOf(reps, played)
+	runs.Name = name
+	return writePage(out, gradePage(slug, g.Row, when), runs)
+}
+
+// gradeReports sets each cell of g's row to the report the grader wrote for it
+// (Graded.Reports), and returns those reports in the row's order.
+func gradeReports(g matrix.Graded) []*referee.Report {
 	var reps []*referee.Report
 	for i, c := range g.Row {
 		if rep := g.Reports[c.Scenario]; rep != nil {
@@ -327,6 +349,5 @@ func writeGradePage(out, slug string, g matrix.Graded, played time.Time) error {
 			reps = append(reps, rep)
 		}
 	}
-	when := played.UTC().Format(time.RFC3339)
-	return writePage(out, gradePage(slug, g.Row, when), savedOf(reps, played))
+	return reps
 }

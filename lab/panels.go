@@ -135,7 +135,7 @@ func (a *board) invariantLines(w int, first, latest string) []string {
 		}
 	}
 	if dropped > 0 {
-		parts = append(parts, sDim.Render(fmt.Sprintf("(%d kinds %s does not judge)", dropped, a.scenario)))
+		parts = append(parts, sDim.Render(fmt.Sprintf("(%s %s does not judge)", course.Count(dropped, "kind", "kinds"), a.scenario)))
 	}
 	head := sLabel.Render("INVARIANTS") + " "
 	var lines []string

@@ -382,7 +382,11 @@ func (m *model) searchIn(msg searchMsg) tea.Cmd {
 		return nil
 	case len(msg.rep.Violations) > 0:
 		cmd := m.playBreak(sc)
-		m.msg = fmt.Sprintf("%s breaks under %s (%s, at full speed, after %d held); here it is at the lab's pace…", course.Name(m.step()), sc, course.KindList(msg.rep.Violations), len(t.held))
+		after := ""
+		if len(t.held) > 0 {
+			after = " after it held under " + course.Count(len(t.held), "scenario", "scenarios")
+		}
+		m.msg = fmt.Sprintf("%s breaks under %s (%s), played at full speed%s; here it is at the lab's pace…", course.Name(m.step()), sc, course.KindList(msg.rep.Violations), after)
 		return cmd
 	case !msg.rep.Complete():
 		t.unjudged = append(t.unjudged, string(sc))
@@ -392,7 +396,7 @@ func (m *model) searchIn(msg searchMsg) tea.Cmd {
 	if msg.i+1 < len(scenario.Names()) {
 		return m.searchNext(msg.i + 1)
 	}
-	m.msg = fmt.Sprintf("%s held under all %d scenarios played at full speed", course.Name(m.step()), len(t.held))
+	m.msg = fmt.Sprintf("%s held under %s played at full speed", course.Name(m.step()), course.Count(len(t.held), "scenario", "scenarios"))
 	if len(t.unjudged) > 0 {
 		m.msg += "; no verdict under " + strings.Join(t.unjudged, ", ")
 	}

@@ -47,7 +47,8 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab", "lab [-redis embedded] [-speed 10] [-buyers 5] [-stock 100] [-dir steps/mine [-nodes 1]]\n\n"+
 		"Opens the terminal lab: pick a step, break it, read the lesson, see the fix. Press ? in the lab for\n"+
 		"every key; -dir adds your own lock's folder as the picker's last line. Headless: lab run -step 04\n"+
-		"-scenario slow, lab matrix, lab list steps, lab grade steps/mine, lab explore 04 (each takes -h).", stderr)
+		"-scenario slow, lab matrix, lab list steps, lab grade steps/mine, lab explore 04, lab judge runs.json,\n"+
+		"lab class alice.json bob.json (each takes -h).", stderr)
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	slow := fs.Float64("speed", 10, "slow time down this many times, so a person can follow a TTL (1 = the tests' pace, TTL 200 ms; 10 = TTL 2 s);\n"+
 		"from 1 to 100; in the lab [ and ] step through 1, 2, 5, 10, 20, from any -speed to the nearest level that way")

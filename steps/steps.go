@@ -76,17 +76,18 @@ type Proc struct {
 	Now func() time.Time
 }
 
-// Errors a step's handler or Locker returns. They all start with "steps:".
+// Errors a step's handler or Locker returns, said as a learner reads them in a report: no
+// package name in front (the referee says an error as it is).
 var (
 	// ErrBusy: the lock is held by another process and this step does not wait.
-	ErrBusy = errors.New("steps: lock is busy, order refused")
+	ErrBusy = errors.New("the lock is busy, order refused")
 	// ErrSoldOut: the critical section found no stock left.
-	ErrSoldOut = errors.New("steps: sold out")
+	ErrSoldOut = errors.New("sold out")
 	// ErrNotOwner: Unlock found the lock missing or held by another process, and left it alone.
-	ErrNotOwner = errors.New("steps: lock is not held by this process")
+	ErrNotOwner = errors.New("the lock is not held by this process")
 	// ErrFenced: the inventory refused a fenced read or write whose token was lower than one
 	// it had already seen: a newer lock holder exists.
-	ErrFenced = errors.New("steps: the inventory refused a stale fencing token")
+	ErrFenced = errors.New("the inventory refused a stale fencing token")
 )
 
 // Need is a Redis command a step sends that older servers do not run. Hazard: it names a command,

@@ -183,13 +183,19 @@ func (e *Embedded) InventoryOptions() *redis.Options { return memOptions(e.inven
 // claimed: no process's hook, nor the lab itself.
 func (e *Embedded) Strangers(context.Context) []string {
 	var out []string
+	writes := func(c int64) string {
+		if c == 1 {
+			return "1 write"
+		}
+		return fmt.Sprintf("%d writes", c)
+	}
 	for _, n := range e.nodes {
 		if c := n.strangers(); c > 0 {
-			out = append(out, fmt.Sprintf("%s was sent %d writes on connections the lab did not hand out", n.name, c))
+			out = append(out, fmt.Sprintf("%s was sent %s on connections the lab did not hand out", n.name, writes(c)))
 		}
 	}
 	if c := e.invStray.Load(); c > 0 {
-		out = append(out, fmt.Sprintf("the inventory was sent %d writes on connections the lab did not hand out", c))
+		out = append(out, fmt.Sprintf("the inventory was sent %s on connections the lab did not hand out", writes(c)))
 	}
 	return out
 }

@@ -285,3 +285,12 @@ func KindList(ks []steps.Kind) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// Count is n and the noun that goes with it: "1 cell", "3 cells". Hazard: a count printed with a
+// fixed plural ("1 buyers") reads wrong exactly when it matters least to test, at 1.
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,7 +1,8 @@
 // Package grading is what lab grade and lab -dir need of a learner's lock package before any
 // scenario is played: checking it from its source (Inspect), laying a generated file over a
 // package of this module that imports it (Overlay), and building that (Build); and, after, which
-// step's row a learner's row is like (Like, DiffersUnder). Its errors about the learner's input
+// step's row a learner's row is like (Like, DiffersUnder), whether it is the row the learner aims
+// for (Target), and the way on from what broke it (WayOn). Its errors about the learner's input
 // wrap ErrUsage: the lab exits 2 on them.
 package grading
 

@@ -2,7 +2,7 @@
 // to wake only the first waiter. Waiters join a line in Redis, first come first; the release is
 // told to the first in line only, on a channel of its own; a waiter that gives up leaves the line,
 // and one that stops asking (it died) is dropped from it. diff -ru -x README.md -x idea_test.go -x
-// source.go -x lock_test.go steps/13_pubsub docs/exercises/m9_first_waiter shows the change.
+// source.go -x lock_test.go steps/13_pubsub docs/trainer/answers/m9_first_waiter shows the change.
 package lock
 
 import (

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/course"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+)
+
+// A room's grades in one table: each learner saves a grade (lab grade -name NAME -save FILE, or
+// the page lab grade -html writes), and the trainer's lab class reads every file, judges each run
+// again from its history (offline, the same referee as lab judge), and prints every learner's row
+// beside the catalog's rows nearest them.
+
+// classRow is one learner's row, read from one file.
+type classRow struct {
+	name string // the learner's (-name), else the file's name without its extension
+	slug string // the folder their lock was graded from: steps/mine
+	file string
+	row  []cell
+	// differ are the cells judged again to another verdict than the one the file says they
+	// earned when played.
+	differ []string
+}
+
+// classCmd reads saved grades and prints one table of every learner's row beside the catalog's
+// nearest rows: exit 0, or 1 when a saved verdict is not what its history is judged to again,
+// or 2 on bad input (a file that is no grade).
+func classCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("class", "lab class [-html FILE] GRADE…\n\n"+
+		"Puts a room's grades in one table: every learner's row beside the catalog's rows nearest\n"+
+		"them. Each GRADE is a file lab grade -name NAME -save FILE wrote, or a page lab grade -html\n"+
+		"wrote; every run in it is judged again from its history, offline. Exit 0 when every verdict\n"+
+		"is the one its run earned when played, 1 when one differs, 2 on bad input.", stderr)
+	html := fs.String("html", "", "write the table as one self-contained page to this file")
+	var files []string
+	rest := args
+	for {
+		if err := parseFlags(fs, rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files, rest = append(files, fs.Arg(0)), fs.Args()[1:]
+	}
+	if len(files) == 0 {
+		return usageError("class needs the learners' saved grades: lab class alice.json bob.json (see -h)")
+	}
+	var rows []classRow
+	for _, f := range files {
+		r, err := readClassRow(f)
+		if err != nil {
+			return err
+		}
+		for _, o := range rows {
+			if o.name == r.name {
+				r.name += " (" + filepath.Base(f) + ")"
+			}
+		}
+		if st, err := catalog.Find(r.name); err == nil && st.Slug == r.name {
+			r.name += " (" + filepath.Base(f) + ")" // a row of its own, not the step's
+		}
+		for i := range r.row {
+			r.row[i].Step = r.name // the table's rows are told apart by their cells' Step
+		}
+		rows = append(rows, r)
+	}
+	cells, words := classTable(rows)
+	fmt.Fprint(stdout, renderMatrix(cells))
+	fmt.Fprintln(stdout)
+	for _, w := range words {
+		fmt.Fprintln(stdout, w)
+	}
+	if *html != "" {
+		if err := writePage(*html, classPage(rows, cells), savedRuns{Lockstep: "runs"}); err != nil {
+			return err
+		}
+	}
+	var differ []string
+	for _, r := range rows {
+		for _, d := range r.differ {
+			differ = append(differ, r.name+": "+d)
+		}
+	}
+	if len(differ) > 0 {
+		for _, d := range differ {
+			fmt.Fprintf(stdout, "differs: %s\n", d)
+		}
+		return fmt.Errorf("%s judged again to another verdict than the saved one", course.Count(len(differ), "cell was", "cells were"))
+	}
+	return nil
+}
+
+// readClassRow reads one learner's grade from file and judges each of its runs again. A file
+// of runs of more than one lock (lab matrix -save) is no grade: bad input.
+func readClassRow(file string) (classRow, error) {
+	s, err := readSaved(file)
+	if err != nil {
+		return classRow{}, err
+	}
+	r := classRow{name: s.Name, file: file}
+	if r.name == "" {
+		r.name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	for _, run := range s.Runs {
+		if r.slug == "" {
+			r.slug = run.Step
+		}
+		if run.Step != r.slug {
+			return classRow{}, usageError("%s holds runs of %s and of %s: a grade holds one lock's (lab grade -save)", file, r.slug, run.Step)
+		}
+	}
+	byScenario := map[string]savedRun{}
+	for _, run := range s.Runs {
+		if run.History == nil {
+			return classRow{}, usageError("%s: the run under %s has no history", file, run.Scenario)
+		}
+		if _, dup := byScenario[run.Scenario]; !dup {
+			byScenario[run.Scenario] = run
+		}
+	}
+	if len(byScenario) == 0 {
+		return classRow{}, usageError("%s holds no run: save a grade with lab grade -name NAME -save FILE", file)
+	}
+	for _, sc := range scenario.Names() {
+		run, ok := byScenario[string(sc)]
+		if !ok {
+			r.row = append(r.row, cell{Scenario: string(sc), Skipped: "not in " + filepath.Base(file)})
+			continue
+		}
+		rep := referee.JudgeCell(run.History, run.Others)
+		c := cell{Scenario: string(sc), Violations: rep.Violations, Explain: rep.Explain, Notes: rep.Notes}
+		if !rep.Complete() {
+			c.Unjudged, c.Why = rep.Unjudged, rep.Why()
+		}
+		if run.Violations != nil && (!slices.Equal(orNone(run.Violations), orNone(rep.Violations)) || !slices.Equal(orNone(run.Unjudged), orNone(rep.Unjudged))) {
+			r.differ = append(r.differ, fmt.Sprintf("%s: played %s, judged again %s", sc, verdictWords(run.Violations, run.Unjudged), verdictWords(rep.Violations, rep.Unjudged)))
+		}
+		r.row = append(r.row, c)
+	}
+	return r, nil
+}
+
+// classTable is the class's table, cell by cell as renderMatrix takes them: every learner's row,
+// then the catalog's rows nearest any of them, in the catalog's order; and a sentence per learner
+// saying which step their row is, or is nearest, and where it differs.
+func classTable(rows []classRow) (cells []cell, words []string) {
+	var near []*steps.Step
+	for _, r := range rows {
+		cells = append(cells, r.row...)
+		all := nearest(r.row)
+		if len(all) == 0 {
+			continue
+		}
+		best := all[0]
+		for _, n := range all {
+			if len(n.diff) == len(best.diff) && !slices.Contains(near, n.st) {
+				near = append(near, n.st)
+			}
+		}
+		w := fmt.Sprintf("%s (%s): ", r.name, r.slug)
+		if len(best.diff) == 0 {
+			w += fmt.Sprintf("%s's row (%s)", course.Name(best.st), best.st.Title)
+		} else {
+			w += fmt.Sprintf("nearest %s's row (%s), but under %s", course.Name(best.st), best.st.Title, strings.Join(best.diff, ", "))
+		}
+		var none []string
+		for _, c := range r.row {
+			if c.Skipped != "" || len(c.Unjudged) > 0 {
+				none = append(none, c.Scenario)
+			}
+		}
+		if len(none) > 0 {
+			w += "; no verdict under " + strings.Join(none, ", ")
+		}
+		words = append(words, w+".")
+	}
+	for _, st := range catalog.Steps {
+		if !slices.Contains(near, st) {
+			continue
+		}
+		for _, sc := range scenario.Names() {
+			cells = append(cells, cell{Step: st.Slug, Scenario: string(sc), Violations: st.Expect[sc]})
+		}
+	}
+	return cells, words
+}
+
+// classPage is the page of the class's table: the learners' rows marked as theirs, each with the
+// folder it was graded from, then the catalog's nearest rows.
+func classPage(rows []classRow, cells []cell) pageData {
+	d := matrixPage(fmt.Sprintf("the class, %s", course.Count(len(rows), "learner", "learners")), cells, func(cell) string { return "" })
+	d.Kind = "class"
+	for i, r := range rows {
+		d.Rows[i].Mine, d.Rows[i].Note = true, r.slug
+	}
+	for i := len(rows); i < len(d.Rows); i++ {
+		d.Rows[i].Note = "the catalog's row"
+	}
+	return d
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/grading"
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+)
+
+// TestGradeWantAndClass: lab grade -want 04 passes a copy of step 04 (exit 0) and ends with the
+// way on; lab class of two saved grades and a grade's page names every learner in one table,
+// beside step 4's row; a saved verdict its history does not bear out is said, and exits 1.
+func TestGradeWantAndClass(t *testing.T) {
+	t.Parallel() // grade builds and runs a binary of its own
+	four := copyStep(t, "04_atomic_ttl", "README.md")
+	files := t.TempDir()
+	saved, page := filepath.Join(files, "ada.json"), filepath.Join(files, "ada.html")
+
+	code, out, errs := grade(t, "-want", "04", "-name", "ada", "-save", saved, "-html", page, four)
+	if code != 0 || !strings.Contains(out, "\nTarget met: your row is step 4's row (") {
+		t.Fatalf("a copy of 04, -want 04: exit %d, want 0 and the target met\n%s\n%s", code, out, errs)
+	}
+	if !regexpLine(out, `^  slow: Under slow it breaks as step 4 \(.*the fix is step 8 \(.*\. Its code: steps/08_watchdog\.$`) {
+		t.Errorf("a copy of 04 does not end with the way on under slow:\n%s", out)
+	}
+
+	// A second learner's file: the same runs under another name.
+	b, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s savedRuns
+	if err := json.Unmarshal(b, &s); err != nil || s.Name != "ada" || len(s.Runs) != len(scenario.Names()) {
+		t.Fatalf("the saved grade: %v, name %q, %d runs", err, s.Name, len(s.Runs))
+	}
+	s.Name = "grace"
+	grace := filepath.Join(files, "grace.json")
+	if b, err = json.Marshal(s); err != nil || os.WriteFile(grace, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+
+	var cls, clsErr bytes.Buffer
+	classPageFile := filepath.Join(files, "class.html")
+	if err := run([]string{"class", saved, grace, page, "-html", classPageFile}, &cls, &clsErr); err != nil {
+		t.Fatalf("lab class: %v\n%s\n%s", err, cls.String(), clsErr.String())
+	}
+	table := cls.String()
+	st4, _ := catalog.Find("04")
+	if strings.Count(table, "| step |") != 1 {
+		t.Errorf("not one table:\n%s", table)
+	}
+	for _, row := range []string{"ada", "grace", `ada \(ada\.html\)`, st4.Slug} {
+		if !regexpLine(table, `^\| `+row+` \|`) {
+			t.Errorf("the table has no row %s:\n%s", row, table)
+		}
+	}
+	for _, w := range []string{`^ada \(steps/gradetest-[0-9]+\): step 4's row \(`, `^grace \(steps/gradetest-[0-9]+\): step 4's row \(`} {
+		if !regexpLine(table, w) {
+			t.Errorf("no line %s:\n%s", w, table)
+		}
+	}
+	if b, err = os.ReadFile(classPageFile); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{">ada<", ">grace<", ">" + st4.Slug + "<", "the class, 3 learners"} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("the class's page has no %q", s)
+		}
+	}
+
+	// The learner says slow passed: the history says it did not.
+	for i := range s.Runs {
+		if s.Runs[i].Scenario == string(steps.Slow) {
+			s.Runs[i].Violations = []steps.Kind{}
+		}
+	}
+	tampered := filepath.Join(files, "tampered.json")
+	if b, err = json.Marshal(s); err != nil || os.WriteFile(tampered, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	cls.Reset()
+	err = run([]string{"class", tampered}, &cls, &clsErr)
+	if exitCode(err) != 1 || !strings.Contains(cls.String(), "differs: grace: slow: played ✓, judged again overlap, oversold, foreign-release") {
+		t.Errorf("a tampered verdict: exit %d (%v)\n%s", exitCode(err), err, cls.String())
+	}
+}
+
+// TestTargetNotMet: -want 04 of step 09's row (what a copy of 09 earns) is not met: an error
+// (exit 1), one line per cell where the two rows differ with both verdicts, and under load, where
+// 09 floods and 04 does not, the step that clears flood and its folder.
+func TestTargetNotMet(t *testing.T) {
+	st4, _ := catalog.Find("04")
+	st9, _ := catalog.Find("09")
+	tg, err := grading.ParseTarget(catalog.Find, "04")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row []cell
+	var differ []string
+	for _, sc := range scenario.Names() {
+		row = append(row, cell{Scenario: string(sc), Violations: st9.Expect[sc]})
+		if cellText(cell{Violations: st4.Expect[sc]}) != cellText(cell{Violations: st9.Expect[sc]}) {
+			differ = append(differ, string(sc))
+		}
+	}
+	var w bytes.Buffer
+	err = printTarget(&w, "steps/mine", tg, row)
+	out := w.String()
+	if exitCode(err) != 1 || !strings.Contains(out, "\nTarget not met: "+strconv.Itoa(len(differ))+" cells of your row differ from step 4's row (") {
+		t.Fatalf("09's row, -want 04: %v, want the target not met in %d cells\n%s", err, len(differ), out)
+	}
+	for _, sc := range differ {
+		want := `^  ` + sc + `: yours ` + regexp.QuoteMeta(cellText(cell{Violations: st9.Expect[steps.Scenario(sc)]})) +
+			`, the target's ` + regexp.QuoteMeta(cellText(cell{Violations: st4.Expect[steps.Scenario(sc)]})) + `\.`
+		if !regexpLine(out, want) {
+			t.Errorf("the cell under %s is not named with both verdicts (%s):\n%s", sc, want, out)
+		}
+	}
+	if !regexpLine(out, `^  load: yours flood, the target's ✓\. .*step 10 .*Its code: steps/10_retry_jitter\.$`) {
+		t.Errorf("under load, the miss does not name the step that clears flood:\n%s", out)
+	}
+	if !strings.Contains(err.Error(), "not the target's row under "+strings.Join(differ, ", ")) {
+		t.Errorf("the error line: %v", err)
+	}
+}
+
+// TestClassBadInput: no file, a file of runs of several locks, a file with no run: one line
+// each, exit 2.
+func TestClassBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "class needs the learners' saved grades"},
+		{[]string{write("two.json", `{"lockstep":"runs","runs":[{"step":"04_atomic_ttl","scenario":"slow"},{"step":"09_lua_unlock","scenario":"slow"}]}`)}, "holds runs of 04_atomic_ttl and of 09_lua_unlock"},
+		{[]string{write("none.json", `{"lockstep":"runs","runs":[]}`)}, "holds no run"},
+		{[]string{filepath.Join(dir, "missing.json")}, "no such file"},
+	} {
+		var out, errw bytes.Buffer
+		err := run(append([]string{"class"}, tc.args...), &out, &errw)
+		if exitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("class %v: exit %d, %v; want 2 and one line with %q", tc.args, exitCode(err), err, tc.want)
+		}
+	}
+}
