@@ -310,7 +310,11 @@ func TestExercises(t *testing.T) {
 				t.Errorf("grade exits %d, want %d", gr.code, wantCode)
 			}
 			st, _ := catalog.Find(e.like)
-			like := fmt.Sprintf("row is %s's (%s), cell for cell.", course.Name(st), st.Title)
+			on := "" // a row with '?' cells is like a step on the cells it judged (grading.Like)
+			if n := grading.Unjudged(gr.g.Row); n > 0 {
+				on = fmt.Sprintf(" on the %d of %d it judged; %d not judged", len(gr.g.Row)-n, len(gr.g.Row), n)
+			}
+			like := fmt.Sprintf("row is %s's (%s), cell for cell%s.", course.Name(st), st.Title, on)
 			if len(e.differ) > 0 {
 				var under []string
 				for _, sc := range scenario.Names() {
@@ -318,7 +322,7 @@ func TestExercises(t *testing.T) {
 						under = append(under, string(sc))
 					}
 				}
-				like = fmt.Sprintf("row is nearest %s's (%s): it differs under %s.", course.Name(st), st.Title, strings.Join(under, ", "))
+				like = fmt.Sprintf("row is nearest %s's (%s)%s: it differs under %s.", course.Name(st), st.Title, on, strings.Join(under, ", "))
 			}
 			if !strings.Contains(gr.stdout, like) {
 				t.Errorf("grade does not say %q:\n%s", like, gr.stdout)

@@ -217,16 +217,21 @@ func gradePage(slug string, row []cell, played string) pageData {
 		diff []string
 	}
 	var all []near
+	judged := 0
 	for _, st := range catalog.Steps {
 		if st.Expect == nil {
 			continue
 		}
-		diff, _ := grading.DiffersUnder(st, row)
+		diff, j := grading.DiffersUnder(st, row)
+		judged = j
 		all = append(all, near{st, diff})
 	}
 	slices.SortStableFunc(all, func(a, b near) int { return len(a.diff) - len(b.diff) })
 	for _, n := range all[:min(len(all), nearestRows)] {
 		r := pageRow{Step: n.st.Slug, Title: n.st.Title, Note: "the same row, cell for cell"}
+		if u := grading.Unjudged(row); u > 0 {
+			r.Note = fmt.Sprintf("the same on the %d cells judged; %d not judged", judged, u)
+		}
 		if len(n.diff) > 0 {
 			r.Note = "differs under " + strings.Join(n.diff, ", ")
 		}
