@@ -43,7 +43,7 @@ type exercise struct {
 var exercises = []exercise{
 	// Module 0: a lock that always says yes is no lock at all; the faults aimed at a lock's write
 	// find none to strike.
-	{name: "m0_yes", like: "01", unjudged: []steps.Scenario{steps.UnlockRace, steps.Failover, steps.Restart, steps.LostReply}},
+	{name: "m0_yes", like: "01", unjudged: []steps.Scenario{steps.UnlockRace, steps.Failover, steps.Restart, steps.LostReply, steps.Load, steps.Greedy}},
 	// Module 1: SETNX and DEL under steps.DefaultOrder, which unlocks in a defer: step 03's row.
 	{name: "m1_setnx", like: "03"},
 	// Module 2: SET NX PX.

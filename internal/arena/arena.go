@@ -72,6 +72,9 @@ type Arena struct {
 	// unlockTouched is the most commands an Unlock call (of any process, begun holding a lock)
 	// carried out that touched the lock: the gaps the unlock-race tries.
 	unlockTouched int
+	// outside says the first key outside the run's prefix a process's command wrote (the run's
+	// own part of it elided), and whose command it was: "" while none.
+	outside string
 }
 
 // LockName is the product lock's key under a run's prefix: the lock of a run on env is

@@ -36,6 +36,7 @@ func (r *Referee) call(rec history.Record) {
 		r.say(Event{At: rec.At, Kind: EvRefused, Buyer: c.buyer, Order: k})
 		return
 	}
+	r.granted++
 	// The hold: what this call wrote and still holds; or, holding nothing of its own, what was
 	// written for it during the call by another process, among the keys it named (a hand-over).
 	keys := map[nodeKey]bool{}

@@ -62,6 +62,7 @@ type Referee struct {
 	// the holds
 	nodes   []map[string]*rkey
 	holds   []*hold
+	granted int // Lock calls of buyers that returned true
 	foreign []Foreign
 
 	// waiting
