@@ -175,9 +175,10 @@ func (a *Arena) recordNow(rec history.Record) {
 }
 
 // emit hands e to the subscriber, and kicks the idle probe when the lock comes free. Callers hold
-// a.mu.
+// a.mu. Hazard: a free the referee learns of late (a rewrite to "free" it takes for the release
+// once the next Lock took the lock) has no moment left to probe: its gap has the grace alone.
 func (a *Arena) emit(e referee.Event) {
-	if e.Kind == referee.EvFree && a.idle != nil {
+	if e.Kind == referee.EvFree && a.idle != nil && e.Due >= e.At {
 		a.idle.kick(e.Due)
 	}
 	if e.Kind == referee.EvAcquired && e.Handed {

@@ -64,7 +64,7 @@ func (r *Referee) call(rec history.Record) {
 	if len(keys) == 0 {
 		return // a nested acquire (the count lives in the process), or a Lock that says yes to nothing
 	}
-	h := &hold{id: len(r.holds) + 1, buyer: c.buyer, order: c.order, keys: map[nodeKey]bool{}, began: began}
+	h := &hold{id: len(r.holds) + 1, buyer: c.buyer, order: c.order, keys: map[nodeKey]bool{}, rewrote: map[nodeKey]time.Duration{}, began: began}
 	if !func() bool {
 		for _, created := range keys {
 			if created {
@@ -82,7 +82,7 @@ func (r *Referee) call(rec history.Record) {
 	for nk, created := range keys {
 		st := r.node(nk.node)[nk.key]
 		if prev := st.hold; prev != nil && prev != h {
-			r.leave(prev, nk, rec.At, st.writer, false)
+			r.takenOver(prev, nk, rec.At, st.writer)
 		}
 		st.hold = h
 		h.keys[nk] = created
@@ -100,7 +100,7 @@ func (r *Referee) call(rec history.Record) {
 		}
 	}
 	if r.freeAt >= 0 {
-		if r.freeWaited {
+		if r.freeWaited || r.freeLater && r.waitingAt(r.freeAt) {
 			r.gaps = append(r.gaps, gap{from: r.freeAt, length: max(began-r.freeAt, 0)})
 		}
 		r.freeAt = -1
@@ -113,6 +113,13 @@ func (r *Referee) call(rec history.Record) {
 // nobody to blame when by is 0. A hold that another's writes left with no created key ends too,
 // with no blame (taken over), or released when its holder wrote it over (a hand-over).
 func (r *Referee) leave(h *hold, nk nodeKey, at time.Duration, by int, gone bool) {
+	r.leaveDue(h, nk, at, at, by, gone)
+}
+
+// leaveDue is leave of a key that goes at due, at or after at: a release that leaves the key to
+// expire within a round trip (PEXPIRE key 1, SET … PX 1) frees the lock when it expires, for no
+// Lock can succeed before.
+func (r *Referee) leaveDue(h *hold, nk nodeKey, at, due time.Duration, by int, gone bool) {
 	created := h.keys[nk]
 	delete(h.keys, nk)
 	if st := r.node(nk.node)[nk.key]; st != nil && st.hold == h {
@@ -132,7 +139,18 @@ func (r *Referee) leave(h *hold, nk nodeKey, at time.Duration, by int, gone bool
 		r.say(Event{At: at, Kind: EvForeign, Buyer: by, Other: h.buyer, Node: nk.node})
 		r.announce(at, vocab.ForeignRelease, f.String(), f.By, f.Owner)
 	}
-	r.freed(at, at)
+	r.freed(at, due)
+}
+
+// takenOver takes key nk out of h, at at, written by another's command (by) or another Lock call:
+// the next Lock has taken it. If h's holder's Unlock rewrote the key before (SET … XX to "free"),
+// that rewrite was its release, at the time it was made: the next Lock could succeed after it.
+func (r *Referee) takenOver(h *hold, nk nodeKey, at time.Duration, by int) {
+	if t, ok := h.rewrote[nk]; ok && h.keys[nk] && !h.ended {
+		r.leaveDue(h, nk, at, t, h.buyer, true)
+		return
+	}
+	r.leave(h, nk, at, by, false)
 }
 
 // freed notes that a hold ended at due (seen at at): if no other is active, the lock is free from
@@ -148,7 +166,11 @@ func (r *Referee) freed(at, due time.Duration) {
 	}
 	r.freeAt = due
 	r.freeWaited = false
+	r.freeLater = due != at
 	for _, o := range r.ranked {
+		if r.freeLater {
+			break // who waits when it comes free is asked then (waitingAt)
+		}
 		if o.waiting() {
 			r.freeWaited = true
 			break
@@ -159,6 +181,17 @@ func (r *Referee) freed(at, due time.Duration) {
 	}
 	r.last = due
 	r.say(Event{At: at, Kind: EvFree, Due: due})
+}
+
+// waitingAt reports whether an order was waiting at t: it had begun, and had neither read the
+// stock nor ended.
+func (r *Referee) waitingAt(t time.Duration) bool {
+	for _, o := range r.ranked {
+		if o.began <= t && !(o.ended && o.endedAt <= t) && !(o.firstRead >= 0 && o.firstRead <= t) {
+			return true
+		}
+	}
+	return false
 }
 
 // setKey applies one change of a key by process by (0: Redis or the lab) in call, at at.
@@ -238,12 +271,20 @@ func (r *Referee) command(rec history.Record) {
 			if !blame {
 				r.say(Event{At: rec.At, Kind: EvExpired, Other: h.buyer, Node: rec.Node})
 			}
+			due := rec.At
+			if soon {
+				due += kc.TTL
+			}
 			if rec.Buyer > 0 || !blame {
-				r.leave(h, nk, rec.At, by, true)
+				r.leaveDue(h, nk, rec.At, due, by, true)
 			}
 		case h != nil && kc.Before != kc.After && h.buyer != rec.Buyer && rec.Buyer > 0:
 			prev.hold = nil
-			r.leave(h, nk, rec.At, rec.Buyer, false)
+			r.takenOver(h, nk, rec.At, rec.Buyer)
+		case h != nil && !h.ended && h.keys[nk] && kc.Before != kc.After && h.buyer == rec.Buyer && c != nil && !c.lock:
+			// its holder's Unlock rewrote the lock ("free", a count one less): a release if
+			// the next Lock can succeed after it (takenOver)
+			h.rewrote[nk] = rec.At
 		}
 		st := r.setKey(rec.Node, kc, rec.At, rec.Buyer, rec.Call)
 		if st != nil && kc.Before != kc.After {
