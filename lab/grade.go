@@ -197,11 +197,15 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 		return fmt.Errorf("the grader of %s failed: %s", p.Rel, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
 	}
 	if f.html != "" {
-		if err := writeGradePage(f.html, p.Rel, g, time.Now()); err != nil {
+		if err := writeGradePage(f.html, p.Rel, g, time.Now(), p.Shared); err != nil {
 			return err
 		}
 	}
-	return printGraded(p.Rel, g, f.asJSON, stdout)
+	err = printGraded(p.Rel, g, f.asJSON, stdout)
+	if !f.asJSON {
+		printShared(stdout, p.Shared)
+	}
+	return err
 }
 
 // testFailure is the line of a test binary's output that says why it failed: its first panic or
@@ -274,6 +278,14 @@ func printGrade(w io.Writer, slug string, row []cell) {
 	fmt.Fprintf(w, "\nYour row of the matrix:\n\n%s", renderMatrix(row))
 	if like := grading.Like(catalog.Steps, row, learner); like != "" {
 		fmt.Fprintf(w, "\n%s\n", like)
+	}
+}
+
+// printShared says, a line each, the learner's package-level state that every buyer shared: the
+// verdicts above are of a program where they did.
+func printShared(w io.Writer, shared []grading.Shared) {
+	for _, s := range shared {
+		fmt.Fprintf(w, "\nNote: %s.\n", s.Says())
 	}
 }
 

@@ -204,9 +204,12 @@ func matrixPage(title string, cells []cell, played func(c cell) string) pageData
 
 // gradePage is the page of a learner's grade: their row, then the rows the catalog expects of the
 // steps nearest it (the one it equals first, if any), each cell of theirs that differs marked.
-func gradePage(slug string, row []cell, played string) pageData {
+func gradePage(slug string, row []cell, played string, shared []grading.Shared) pageData {
 	d := matrixPage("your lock: "+slug, row, func(cell) string { return played })
 	d.Kind = "grade"
+	for _, s := range shared {
+		d.Shared = append(d.Shared, s.Says())
+	}
 	if len(d.Rows) == 0 {
 		return d
 	}
@@ -269,7 +272,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 <ul id="page-errors" hidden></ul>
 {{if .Rows}}<section class="table">
 {{if .Like}}<p class="like">{{.Like}}</p>{{end}}
-<table class="matrix">
+{{range .Shared}}<p class="shared">{{.}}</p>
+{{end}}<table class="matrix">
 <thead><tr><th>step</th>{{range .Scenarios}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
 {{range .Rows}}<tr{{if .Mine}} class="mine"{{end}}><th title="{{.Title}}">{{.Step}}{{if .Note}}<small>{{.Note}}</small>{{end}}</th>{{range .Cells}}<td class="{{.Class}}{{if .Differs}} differs{{end}}"{{if .Hint}} title="{{.Hint}}"{{end}}>{{if .Run}}<a href="#{{.Run}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
@@ -324,7 +328,7 @@ func writeMatrixPage(out string, cells []cell, nSteps int, played time.Time) err
 
 // writeGradePage writes the page of a learner's grade, played at played, to out: each cell of
 // the row with the report the grader wrote for it (Graded.Reports).
-func writeGradePage(out, slug string, g matrix.Graded, played time.Time) error {
+func writeGradePage(out, slug string, g matrix.Graded, played time.Time, shared []grading.Shared) error {
 	var reps []*referee.Report
 	for i, c := range g.Row {
 		if rep := g.Reports[c.Scenario]; rep != nil {
@@ -333,5 +337,5 @@ func writeGradePage(out, slug string, g matrix.Graded, played time.Time) error {
 		}
 	}
 	when := played.UTC().Format(time.RFC3339)
-	return writePage(out, gradePage(slug, g.Row, when), savedOf(reps, played))
+	return writePage(out, gradePage(slug, g.Row, when, shared), savedOf(reps, played))
 }
