@@ -77,6 +77,13 @@ func (r *Referee) call(rec history.Record) {
 			keys[nk] = true // it created nothing: what it holds is the lock (a takeover, say)
 		}
 	}
+	// What held those keys before has been taken over (or, rewritten by its holder, released):
+	// it ends before this hold begins, so the lock is seen free in between.
+	for nk := range keys {
+		if st := r.node(nk.node)[nk.key]; st.hold != nil {
+			r.takenOver(st.hold, nk, rec.At, st.writer)
+		}
+	}
 	r.holds = append(r.holds, h)
 	nodes := map[int]time.Duration{} // node → the lease of the lock there (-1: none)
 	for nk, created := range keys {
@@ -278,6 +285,10 @@ func (r *Referee) command(rec history.Record) {
 			if rec.Buyer > 0 || !blame {
 				r.leaveDue(h, nk, rec.At, due, by, true)
 			}
+		case h != nil && kc.Before != kc.After && h.buyer != rec.Buyer && rec.Buyer > 0 && c != nil && c.lock && h.keys[nk]:
+			// another's Lock wrote into the lock and left it there (a waiter adding itself to a
+			// semaphore, a takeover): the hold is its holder's until that Lock returns holding
+			// the key (call), not at a waiter's write
 		case h != nil && kc.Before != kc.After && h.buyer != rec.Buyer && rec.Buyer > 0:
 			prev.hold = nil
 			r.takenOver(h, nk, rec.At, rec.Buyer)
@@ -328,14 +339,22 @@ func (r *Referee) command(rec history.Record) {
 	}
 }
 
-// takenBy is the buyer whose lock command rec of call c found taken (0: none): a key it named and
-// left as it was, held by another's active hold, or, where it changed nothing, written by another.
+// takenBy is the buyer whose lock command rec of call c found taken (0: none): a key it named
+// held by another's active hold — left as it was, or written into and held still (a waiter that
+// adds itself to a semaphore: it waits, whatever it wrote) —, or, where it changed nothing, a key
+// written by another.
 func (r *Referee) takenBy(rec history.Record, c *rcall, changed map[string]bool) int {
 	weak := 0
 	for _, cmd := range rec.Cmds {
 		for _, a := range cmd.Args {
 			st := r.node(rec.Node)[a]
-			if st == nil || changed[a] {
+			if st == nil {
+				continue
+			}
+			if changed[a] {
+				if h := st.hold; h != nil && !h.ended && h.buyer != rec.Buyer {
+					return h.buyer
+				}
 				continue
 			}
 			if h := st.hold; h != nil {
