@@ -192,7 +192,7 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 	}
 	played := time.Now()
 	if f.html != "" {
-		if err := writeGradePage(f.html, p.Rel, f.name, g, played); err != nil {
+		if err := writeGradePage(f.html, p.Rel, f.name, g, played, p.Shared); err != nil {
 			return err
 		}
 	}
@@ -202,6 +202,9 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 		}
 	}
 	err = printGraded(p.Rel, g, f.asJSON, stdout)
+	if !f.asJSON {
+		printShared(stdout, p.Shared)
+	}
 	if f.want == nil {
 		return err
 	}
@@ -312,6 +315,14 @@ func printGrade(w io.Writer, slug string, row []cell) {
 	}
 	if len(on) > 0 {
 		fmt.Fprintf(w, "\nThe way on, scenario by scenario:\n%s\n", strings.Join(on, "\n"))
+	}
+}
+
+// printShared says, a line each, the learner's package-level state that every buyer shared: the
+// verdicts above are of a program where they did.
+func printShared(w io.Writer, shared []grading.Shared) {
+	for _, s := range shared {
+		fmt.Fprintf(w, "\nNote: %s.\n", s.Says())
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"html"
 	"maps"
 	"os"
 	"path/filepath"
@@ -383,5 +385,76 @@ func TestGradeFlushDBOnAURLServer(t *testing.T) {
 	code, out, errs = grade(t, dir)
 	if code != 1 || !regexpLine(out, `^  slow +.*foreign-release`) {
 		t.Errorf("exit %d; on the embedded backend its FLUSHDB should be judged a foreign release under slow:\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestGradeSaysWhatItCouldNotJudge: a graded row whose cells are mostly `?` is like a step only on
+// the cells it judged, and the terminal and the page both say how many it could not; a row of
+// nothing but `?` is like no step.
+func TestGradeSaysWhatItCouldNotJudge(t *testing.T) {
+	st, err := catalog.Find("04")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row []cell
+	for i, sc := range scenario.Names() {
+		c := cell{Step: "steps/mine", Scenario: string(sc), Violations: st.Expect[sc]}
+		if i >= 3 {
+			c.Violations, c.Unjudged, c.Why = nil, []steps.Kind{steps.Overlap}, "the fault found nowhere to strike"
+		}
+		row = append(row, c)
+	}
+	on := fmt.Sprintf("on the 3 of %d it judged; %d not judged", len(row), len(row)-3)
+	var out bytes.Buffer
+	printGrade(&out, "steps/mine", row)
+	if !strings.Contains(out.String(), "\nYour lock's row is step 4's ("+st.Title+"), cell for cell "+on+".\n") {
+		t.Errorf("lab grade of a row 3 cells of which were judged says\n%s\nwant it like step 4's %s", out.String(), on)
+	}
+	d := gradePage("steps/mine", row, "", nil)
+	if !strings.HasSuffix(d.Like, on+".") || len(d.Rows) < 2 || d.Rows[1].Step != st.Slug || d.Rows[1].Note != fmt.Sprintf("the same on the 3 cells judged; %d not judged", len(row)-3) {
+		t.Errorf("the page of a row 3 cells of which were judged: like %q, its first step row %s %q", d.Like, d.Rows[1].Step, d.Rows[1].Note)
+	}
+	for i := range row[:3] {
+		row[i].Violations, row[i].Unjudged = nil, []steps.Kind{steps.Overlap}
+	}
+	out.Reset()
+	printGrade(&out, "steps/mine", row)
+	if d := gradePage("steps/mine", row, "", nil); strings.Contains(out.String(), "Your lock's row is") || d.Like != "" {
+		t.Errorf("a row of nothing but '?' is like a step: %q\n%s", d.Like, out.String())
+	}
+}
+
+// TestGradeSaysSharedState: a lock whose state lives at package level — a reentrancy map, an
+// owner token drawn once at init — is shared by every buyer the lab plays in its one process, as
+// it would not be in a deployment: the grade says so in one line, in the terminal and on the
+// page, and judges the run as it was played (the shared token lets every buyer release every
+// other's lock: foreign-release under slow).
+func TestGradeSaysSharedState(t *testing.T) {
+	t.Parallel() // grade builds and runs a binary of its own
+	for _, tc := range []struct {
+		learner, line, broke string
+	}{
+		{"package_holds", "Note: package-level `holds` (written by Locker.Lock) is shared by every buyer here; in a deployment each process has its own — keep per-process state in the Locker.", ""},
+		{"package_token", "Note: package-level `owner` (drawn once at init, read by Locker.Lock) is shared by every buyer here; in a deployment each process has its own — keep per-process state in the Locker.", "foreign-release"},
+	} {
+		t.Run(tc.learner, func(t *testing.T) {
+			t.Parallel()
+			page := filepath.Join(t.TempDir(), "grade.html")
+			code, out, errs := grade(t, copyLearner(t, tc.learner), "-html", page)
+			if code != 1 || strings.Count(out, "\n"+tc.line+"\n") != 1 {
+				t.Fatalf("exit %d, want 1 and the line %q once\n%s\n%s", code, tc.line, out, errs)
+			}
+			b, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			onPage := strings.TrimSuffix(strings.TrimPrefix(tc.line, "Note: "), ".")
+			if !strings.Contains(html.UnescapeString(string(b)), `<p class="shared">`+onPage+`</p>`) {
+				t.Errorf("the page does not say %q", onPage)
+			}
+			if tc.broke != "" && !strings.Contains(out, tc.broke) {
+				t.Errorf("the grade does not find %s:\n%s", tc.broke, out)
+			}
+		})
 	}
 }

@@ -34,6 +34,7 @@ type pageData struct {
 	Scenarios []string    `json:"-"`
 	Rows      []pageRow   `json:"-"`
 	Like      string      `json:"-"` // grade: which step the learner's row is (grading.Like)
+	Shared    []string    `json:"-"` // grade: the learner's package-level state, a line each (grading.Shared)
 	Title     string      `json:"-"`
 	Backend   string      `json:"-"`
 	Played    string      `json:"-"`

@@ -205,9 +205,12 @@ func matrixPage(title string, cells []cell, played func(c cell) string) pageData
 
 // gradePage is the page of a learner's grade: their row, then the rows the catalog expects of the
 // steps nearest it (the one it equals first, if any), each cell of theirs that differs marked.
-func gradePage(slug string, row []cell, played string) pageData {
+func gradePage(slug string, row []cell, played string, shared []grading.Shared) pageData {
 	d := matrixPage("your lock: "+slug, row, func(cell) string { return played })
 	d.Kind = "grade"
+	for _, s := range shared {
+		d.Shared = append(d.Shared, s.Says())
+	}
 	if len(d.Rows) == 0 {
 		return d
 	}
@@ -216,6 +219,10 @@ func gradePage(slug string, row []cell, played string) pageData {
 	near := nearest(row)
 	for _, n := range near[:min(len(near), nearestRows)] {
 		r := pageRow{Step: n.st.Slug, Title: n.st.Title, Note: "the same row, cell for cell"}
+		if u := grading.Unjudged(row); u > 0 {
+			_, judged := grading.DiffersUnder(n.st, row)
+			r.Note = fmt.Sprintf("the same on the %d cells judged; %d not judged", judged, u)
+		}
 		if len(n.diff) > 0 {
 			r.Note = "differs under " + strings.Join(n.diff, ", ")
 		}
@@ -275,7 +282,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 <ul id="page-errors" hidden></ul>
 {{if .Rows}}<section class="table">
 {{if .Like}}<p class="like">{{.Like}}</p>{{end}}
-<table class="matrix">
+{{range .Shared}}<p class="shared">{{.}}</p>
+{{end}}<table class="matrix">
 <thead><tr><th>step</th>{{range .Scenarios}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
 {{range .Rows}}<tr{{if .Mine}} class="mine"{{end}}><th title="{{.Title}}">{{.Step}}{{if .Note}}<small>{{.Note}}</small>{{end}}</th>{{range .Cells}}<td class="{{.Class}}{{if .Differs}} differs{{end}}"{{if .Hint}} title="{{.Hint}}"{{end}}>{{if .Run}}<a href="#{{.Run}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
@@ -330,13 +338,14 @@ func writeMatrixPage(out string, cells []cell, nSteps int, played time.Time) err
 
 // writeGradePage writes the page of a learner's grade, played at played, to out: each cell of
 // the row with the report the grader wrote for it (Graded.Reports). name is the learner's (-name),
-// or "": lab class reads it back from the page's runs.
-func writeGradePage(out, slug, name string, g matrix.Graded, played time.Time) error {
+// or "": lab class reads it back from the page's runs. shared is the learner's package-level state
+// every buyer shared (grading.SharedState), said on the page.
+func writeGradePage(out, slug, name string, g matrix.Graded, played time.Time, shared []grading.Shared) error {
 	reps := gradeReports(g)
 	when := played.UTC().Format(time.RFC3339)
 	runs := savedOf(reps, played)
 	runs.Name = name
-	return writePage(out, gradePage(slug, g.Row, when), runs)
+	return writePage(out, gradePage(slug, g.Row, when, shared), runs)
 }
 
 // gradeReports sets each cell of g's row to the report the grader wrote for it

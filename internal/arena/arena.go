@@ -73,6 +73,9 @@ type Arena struct {
 	// unlockTouched is the most commands an Unlock call (of any process, begun holding a lock)
 	// carried out that touched the lock: the gaps the unlock-race tries.
 	unlockTouched int
+	// outside says the first key outside the run's prefix a process's command wrote (the run's
+	// own part of it elided), and whose command it was: "" while none.
+	outside string
 }
 
 // LockName is the product lock's key under a run's prefix: the lock of a run on env is
@@ -176,9 +179,10 @@ func (a *Arena) recordNow(rec history.Record) {
 }
 
 // emit hands e to the subscriber, and kicks the idle probe when the lock comes free. Callers hold
-// a.mu.
+// a.mu. Hazard: a free the referee learns of late (a rewrite to "free" it takes for the release
+// once the next Lock took the lock) has no moment left to probe: its gap has the grace alone.
 func (a *Arena) emit(e referee.Event) {
-	if e.Kind == referee.EvFree && a.idle != nil {
+	if e.Kind == referee.EvFree && a.idle != nil && e.Due >= e.At {
 		a.idle.kick(e.Due)
 	}
 	if e.Kind == referee.EvAcquired && e.Handed {

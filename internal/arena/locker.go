@@ -145,6 +145,12 @@ func (p *process) callBegan(ctx context.Context, kind callKind) *call {
 	a.record(rec)
 	p.mu.Lock()
 	p.calls[c] = true
+	switch {
+	case kind == lockCall:
+		p.releasing = nil
+	case len(c.holdKeys) > 0:
+		p.releasing = c
+	}
 	p.mu.Unlock()
 	return c
 }
@@ -179,6 +185,9 @@ func (p *process) unlocked(c *call) {
 	}
 	p.mu.Lock()
 	if r := p.race; r != nil && c.id > r.after {
+		if r.unlocks == 0 {
+			r.first = c.id
+		}
 		r.unlocks++
 	}
 	touched := c.touched

@@ -36,6 +36,7 @@ const (
 	FaultSecond     history.Fault = "second"      // the process starts a second order at once, with the same Locker
 	FaultRestart    history.Fault = "restart"     // the lock node restarts without persistence, forgetting every key
 	FaultLostReply  history.Fault = "lost-reply"  // a lock command's reply is lost: it landed, its client saw a timeout
+	FaultGreedy     history.Fault = "greedy"      // after each release of its lock, its retry reaches Redis before any other buyer's command
 )
 
 // counterpart says in words what a lasting move waits for.
@@ -89,6 +90,18 @@ func (m *move) strike(n int, says string, cmds []history.Cmd, node int) bool {
 	close(m.done)
 	a.record(history.Record{Kind: history.RecFault, What: string(m.f), Buyer: n, Says: says, Cmds: cmds, Node: node})
 	return true
+}
+
+// hit marks m struck without a record: a move that strikes again and again, and whose every
+// strike the history shows otherwise (the greedy head start: each release, then its retry).
+func (m *move) hit() {
+	a := m.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !m.struck {
+		m.struck = true
+		close(m.done)
+	}
 }
 
 // armedFault is a move waiting in a process for its moment: in the shop's work, at its stock
@@ -473,8 +486,19 @@ func (a *Arena) lockCalls(p *process) int {
 
 // nowhere records that the scenario's fault found nowhere to strike, and why: the cell gets no
 // verdict.
+// Where the lock lived outside the run's keys, that is the reason, named ("the failover found no
+// lock to strike: your Lock wrote `lock:lockstep:…:lock:product:1001`, outside the run's keys…").
 func (a *Arena) nowhere(format string, args ...any) {
-	a.recordNow(history.Record{Kind: history.RecNowhere, What: fmt.Sprintf(format, args...)})
+	what := fmt.Sprintf(format, args...)
+	a.mu.Lock()
+	if a.outside != "" {
+		if i := strings.Index(what, ": "); i > 0 {
+			what = what[:i]
+		}
+		what += ": " + a.outside
+	}
+	a.mu.Unlock()
+	a.recordNow(history.Record{Kind: history.RecNowhere, What: what})
 }
 
 // note records what of the scenario did not happen as staged, and is no gap in the verdict.

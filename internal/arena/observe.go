@@ -78,6 +78,9 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if refused == nil {
+		a.outsideKeys(p, c, cmds)
+	}
 	if werr != nil {
 		if _, never := e.w.(blindWatcher); !never {
 			a.record(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease},
@@ -111,6 +114,46 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	}
 	a.record(rec)
 	return len(ch.Keys) > 0, err
+}
+
+// outsideKeys records, the first time a process's command may write a key built from the run's
+// (the run's prefix inside it, not at its start: `lock:` + the key Lock was given), that the lock
+// lives outside the run's keys: no watcher looks there, so the referee cannot see the lock taken,
+// released or lost, and every fault that strikes at what the lock wrote finds nowhere to strike
+// (Arena.nowhere says why). The caller holds a.mu. Hazard: a key that shares nothing with the
+// run's (a fixed "mylock") is not found here; such a lock is seen to write nothing, and the faults
+// say so in their own words.
+func (a *Arena) outsideKeys(p *process, c *call, cmds []redis.Cmder) {
+	if a.outside != "" || !mayWriteAny(payload(cmds)) {
+		return
+	}
+	for _, cmd := range payload(cmds) {
+		if !mayWriteAny([]redis.Cmder{cmd}) {
+			continue
+		}
+		for _, arg := range cmd.Args()[1:] {
+			s, ok := arg.(string)
+			if !ok || strings.HasPrefix(s, a.prefix) || !strings.Contains(s, a.prefix) {
+				continue
+			}
+			whose := "your lock"
+			switch {
+			case c != nil && c.kind == lockCall:
+				whose = "your Lock"
+			case c != nil && c.kind == unlockCall:
+				whose = "your Unlock"
+			}
+			a.outside = outsideSays(whose, strings.Replace(s, a.prefix, "lockstep:…:", 1))
+			a.record(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease, steps.Idle}, What: a.outside})
+			return
+		}
+	}
+}
+
+// outsideSays is the reason a run whose lock lives outside its keys gives, whose being "your
+// Lock", "your Unlock" or "your lock".
+func outsideSays(whose, key string) string {
+	return fmt.Sprintf("%s wrote `%s`, outside the run's keys; lock the key Lock is given", whose, key)
 }
 
 // changesUnnamed reports whether cmds may change keys they do not name, so the watcher must read

@@ -16,6 +16,7 @@ import (
 type priority struct {
 	mu   sync.Mutex
 	p    *process      // the greedy buyer, nil when there is none
+	m    *move         // its head start, hit at the first release
 	gate chan struct{} // open (closed channel) while others may go
 	stop *time.Timer   // opens the gate if the greedy buyer never comes back
 }
@@ -26,11 +27,11 @@ func newPriority() *priority {
 	return &priority{gate: g}
 }
 
-// set makes p the greedy buyer.
-func (pr *priority) set(p *process) {
+// set makes p the greedy buyer, its head start the move m.
+func (pr *priority) set(p *process, m *move) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	pr.p = p
+	pr.p, pr.m = p, m
 }
 
 // shutFor reports whether p's lock commands must wait, and the gate to wait on.
@@ -67,6 +68,9 @@ func (pr *priority) before(p *process, c *call, cmds []redis.Cmder, node int, ca
 	defer pr.mu.Unlock()
 	if pr.p != p || c == nil || c.kind != unlockCall || !mayDeleteAny(payload(cmds), p.a.prefix, c.holdKeys[node]) {
 		return
+	}
+	if pr.m != nil {
+		pr.m.hit()
 	}
 	select {
 	case <-pr.gate:

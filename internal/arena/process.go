@@ -34,15 +34,19 @@ type process struct {
 	dead   chan struct{}
 	wg     sync.WaitGroup // goroutines started through Proc.Go
 
-	mu        sync.Mutex
-	frozen    outage          // the whole process stops (a stop-the-world pause)
-	cut       outage          // its links to the lock nodes are down (a partition); the inventory's are not
-	blocked   []chan struct{} // per lock node: open (closed) unless a scenario keeps this process off it
-	refused   []bool          // per lock node: its commands there fail at once (the node is down for it)
-	skew      time.Duration   // how far its wall clock runs ahead (Proc.Now)
-	conns     map[*procConn]struct{}
-	armed     *armedFault    // a fault waiting for its moment in the shop's work or write
-	race      *unlockRace    // a freeze before an unlock command, armed
+	mu      sync.Mutex
+	frozen  outage          // the whole process stops (a stop-the-world pause)
+	cut     outage          // its links to the lock nodes are down (a partition); the inventory's are not
+	blocked []chan struct{} // per lock node: open (closed) unless a scenario keeps this process off it
+	refused []bool          // per lock node: its commands there fail at once (the node is down for it)
+	skew    time.Duration   // how far its wall clock runs ahead (Proc.Now)
+	conns   map[*procConn]struct{}
+	armed   *armedFault // a fault waiting for its moment in the shop's work or write
+	race    *unlockRace // a freeze before an unlock command, armed
+	// releasing is its latest Unlock call begun holding a lock, until its next Lock call begins:
+	// a command sent on that call's behalf from another goroutine, during the call or after it
+	// (a release handed to a goroutine), is raced as one of the call's (releaseOf).
+	releasing *call
 	lose      *lostReply     // a lock reply to lose, armed
 	calls     map[*call]bool // Lock and Unlock calls under way
 	lockCalls int            // Lock calls made (guarded by the arena's mu)
@@ -381,17 +385,21 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 	}
 	inner := payload(cmds)
 	c := p.callOf(ctx)
-	p.unlockRace(c, node, inner)
+	rc := c // the call the unlock-race counts the command in
+	if rc == nil {
+		rc = p.releaseOf(node, inner)
+	}
+	p.unlockRace(rc, node, inner)
 	if err := p.network(ctx, node); err != nil {
 		return fail(cmds, err)
 	}
 	changed, err := p.a.observe(ctx, p, node, cmds, c, send)
 	err = p.loseReply(ctx, c, node, cmds, err, changed, send)
-	if c != nil && c.kind == unlockCall && (err == nil || err == redis.Nil) && namesAny(inner, p.a.prefix, c.holdKeys[node]) {
+	if rc != nil && rc.kind == unlockCall && (err == nil || err == redis.Nil) && namesAny(inner, p.a.prefix, rc.holdKeys[node]) {
 		// A command of the release that touched the lock and was carried out (one refused, a
 		// script Redis does not have yet, is sent again and counted then).
 		p.mu.Lock()
-		c.touched++
+		rc.touched++
 		p.mu.Unlock()
 	}
 	return err
@@ -502,6 +510,21 @@ func (p *process) closeConns() {
 	}
 }
 
+// releaseOf is the Unlock call a command of p that belongs to no call was sent on behalf of: p's
+// latest Unlock begun holding a lock, no Lock call of p begun since, when the command may delete
+// or replace what that Unlock began holding on node (named or not: FLUSHDB, a script). Hazard: a
+// watchdog's renewal script sent while or after its process releases is taken for the release's
+// (a script may delete); a freeze before it freezes the whole process, the release with it.
+func (p *process) releaseOf(node int, cmds []redis.Cmder) *call {
+	p.mu.Lock()
+	c := p.releasing
+	p.mu.Unlock()
+	if c == nil || !mayDeleteAny(cmds, p.a.prefix, c.holdKeys[node]) && !(changesUnnamed(cmds) && len(c.holdKeys[node]) > 0) {
+		return nil
+	}
+	return c
+}
+
 // unlockRace is a freeze before an unlock command, armed on a process: it freezes the process
 // inside its release, between the commands of the Unlock that touch what the process holds.
 type unlockRace struct {
@@ -516,8 +539,11 @@ type unlockRace struct {
 	// after is the last call id handed out when it was armed: an Unlock already under way then
 	// is not the one it waits for.
 	after int
-	// unlocks is the process's Unlock calls that began holding a lock, since it was armed.
+	// unlocks is the process's Unlock calls that began holding a lock, since it was armed, and
+	// first the id of the first of them: what is sent on its behalf after it returned is still
+	// raced (releaseOf).
 	unlocks int
+	first   int
 }
 
 // unlockRace freezes p before a command of Unlock call c that names a key its process held as c
@@ -529,7 +555,7 @@ func (p *process) unlockRace(c *call, node int, cmds []redis.Cmder) {
 	}
 	p.mu.Lock()
 	r := p.race
-	strike := r != nil && r.label == "" && r.unlocks == 0 && c.id > r.after &&
+	strike := r != nil && r.label == "" && (r.unlocks == 0 || r.first == c.id) && c.id > r.after &&
 		(r.gap == c.touched+1 || (r.gap == 0 && mayDeleteAny(cmds, p.a.prefix, c.holdKeys[node])))
 	p.mu.Unlock()
 	if !strike {

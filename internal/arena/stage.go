@@ -127,9 +127,21 @@ func Skewed(d time.Duration) BuyerOption {
 
 // Greedy makes the buyer the greedy one: from the command that releases its lock until its next
 // Lock's first command is answered, every other process's lock commands wait (at most half a
-// TTL), so after each release its retry reaches Redis first.
+// TTL), so after each release its retry reaches Redis first. Hazard: the head start strikes at a
+// release of what its Lock wrote; a buyer that never released such a lock had none, and the run
+// has no verdict (a ✓ would say its lock let nobody starve, which was never asked), unless its
+// order takes no lock at all.
 func Greedy() BuyerOption {
-	return func(b *Actor) { b.s.a.prio.set(b.p) }
+	return func(b *Actor) {
+		s := b.s
+		m := s.newMove(FaultGreedy, func(m *move) {
+			if s.a.lockCalls(b.p) == 0 {
+				return // no lock: the shop is judged as it is
+			}
+			s.a.nowhere("the greedy buyer's head start found nowhere to strike: buyer %d never released a lock its Lock wrote", b.N)
+		})
+		s.a.prio.set(b.p, m)
+	}
 }
 
 // MissingLastNode keeps the buyer's link to the last lock node down (a connection refused at

@@ -36,6 +36,7 @@ func (r *Referee) call(rec history.Record) {
 		r.say(Event{At: rec.At, Kind: EvRefused, Buyer: c.buyer, Order: k})
 		return
 	}
+	r.granted++
 	// The hold: what this call wrote and still holds; or, holding nothing of its own, what was
 	// written for it during the call by another process, among the keys it named (a hand-over).
 	keys := map[nodeKey]bool{}
@@ -63,7 +64,7 @@ func (r *Referee) call(rec history.Record) {
 	if len(keys) == 0 {
 		return // a nested acquire (the count lives in the process), or a Lock that says yes to nothing
 	}
-	h := &hold{id: len(r.holds) + 1, buyer: c.buyer, order: c.order, keys: map[nodeKey]bool{}, began: began}
+	h := &hold{id: len(r.holds) + 1, buyer: c.buyer, order: c.order, keys: map[nodeKey]bool{}, rewrote: map[nodeKey]time.Duration{}, began: began}
 	if !func() bool {
 		for _, created := range keys {
 			if created {
@@ -76,12 +77,19 @@ func (r *Referee) call(rec history.Record) {
 			keys[nk] = true // it created nothing: what it holds is the lock (a takeover, say)
 		}
 	}
+	// What held those keys before has been taken over (or, rewritten by its holder, released):
+	// it ends before this hold begins, so the lock is seen free in between.
+	for nk := range keys {
+		if st := r.node(nk.node)[nk.key]; st.hold != nil {
+			r.takenOver(st.hold, nk, rec.At, st.writer)
+		}
+	}
 	r.holds = append(r.holds, h)
 	nodes := map[int]time.Duration{} // node → the lease of the lock there (-1: none)
 	for nk, created := range keys {
 		st := r.node(nk.node)[nk.key]
 		if prev := st.hold; prev != nil && prev != h {
-			r.leave(prev, nk, rec.At, st.writer, false)
+			r.takenOver(prev, nk, rec.At, st.writer)
 		}
 		st.hold = h
 		h.keys[nk] = created
@@ -99,7 +107,7 @@ func (r *Referee) call(rec history.Record) {
 		}
 	}
 	if r.freeAt >= 0 {
-		if r.freeWaited {
+		if r.freeWaited || r.freeLater && r.waitingAt(r.freeAt) {
 			r.gaps = append(r.gaps, gap{from: r.freeAt, length: max(began-r.freeAt, 0)})
 		}
 		r.freeAt = -1
@@ -112,6 +120,13 @@ func (r *Referee) call(rec history.Record) {
 // nobody to blame when by is 0. A hold that another's writes left with no created key ends too,
 // with no blame (taken over), or released when its holder wrote it over (a hand-over).
 func (r *Referee) leave(h *hold, nk nodeKey, at time.Duration, by int, gone bool) {
+	r.leaveDue(h, nk, at, at, by, gone)
+}
+
+// leaveDue is leave of a key that goes at due, at or after at: a release that leaves the key to
+// expire within a round trip (PEXPIRE key 1, SET … PX 1) frees the lock when it expires, for no
+// Lock can succeed before.
+func (r *Referee) leaveDue(h *hold, nk nodeKey, at, due time.Duration, by int, gone bool) {
 	created := h.keys[nk]
 	delete(h.keys, nk)
 	if st := r.node(nk.node)[nk.key]; st != nil && st.hold == h {
@@ -131,7 +146,18 @@ func (r *Referee) leave(h *hold, nk nodeKey, at time.Duration, by int, gone bool
 		r.say(Event{At: at, Kind: EvForeign, Buyer: by, Other: h.buyer, Node: nk.node})
 		r.announce(at, vocab.ForeignRelease, f.String(), f.By, f.Owner)
 	}
-	r.freed(at, at)
+	r.freed(at, due)
+}
+
+// takenOver takes key nk out of h, at at, written by another's command (by) or another Lock call:
+// the next Lock has taken it. If h's holder's Unlock rewrote the key before (SET … XX to "free"),
+// that rewrite was its release, at the time it was made: the next Lock could succeed after it.
+func (r *Referee) takenOver(h *hold, nk nodeKey, at time.Duration, by int) {
+	if t, ok := h.rewrote[nk]; ok && h.keys[nk] && !h.ended {
+		r.leaveDue(h, nk, at, t, h.buyer, true)
+		return
+	}
+	r.leave(h, nk, at, by, false)
 }
 
 // freed notes that a hold ended at due (seen at at): if no other is active, the lock is free from
@@ -147,7 +173,11 @@ func (r *Referee) freed(at, due time.Duration) {
 	}
 	r.freeAt = due
 	r.freeWaited = false
+	r.freeLater = due != at
 	for _, o := range r.ranked {
+		if r.freeLater {
+			break // who waits when it comes free is asked then (waitingAt)
+		}
 		if o.waiting() {
 			r.freeWaited = true
 			break
@@ -158,6 +188,17 @@ func (r *Referee) freed(at, due time.Duration) {
 	}
 	r.last = due
 	r.say(Event{At: at, Kind: EvFree, Due: due})
+}
+
+// waitingAt reports whether an order was waiting at t: it had begun, and had neither read the
+// stock nor ended.
+func (r *Referee) waitingAt(t time.Duration) bool {
+	for _, o := range r.ranked {
+		if o.began <= t && !(o.ended && o.endedAt <= t) && !(o.firstRead >= 0 && o.firstRead <= t) {
+			return true
+		}
+	}
+	return false
 }
 
 // setKey applies one change of a key by process by (0: Redis or the lab) in call, at at.
@@ -237,12 +278,24 @@ func (r *Referee) command(rec history.Record) {
 			if !blame {
 				r.say(Event{At: rec.At, Kind: EvExpired, Other: h.buyer, Node: rec.Node})
 			}
-			if rec.Buyer > 0 || !blame {
-				r.leave(h, nk, rec.At, by, true)
+			due := rec.At
+			if soon {
+				due += kc.TTL
 			}
+			if rec.Buyer > 0 || !blame {
+				r.leaveDue(h, nk, rec.At, due, by, true)
+			}
+		case h != nil && kc.Before != kc.After && h.buyer != rec.Buyer && rec.Buyer > 0 && c != nil && c.lock && h.keys[nk]:
+			// another's Lock wrote into the lock and left it there (a waiter adding itself to a
+			// semaphore, a takeover): the hold is its holder's until that Lock returns holding
+			// the key (call), not at a waiter's write
 		case h != nil && kc.Before != kc.After && h.buyer != rec.Buyer && rec.Buyer > 0:
 			prev.hold = nil
-			r.leave(h, nk, rec.At, rec.Buyer, false)
+			r.takenOver(h, nk, rec.At, rec.Buyer)
+		case h != nil && !h.ended && h.keys[nk] && kc.Before != kc.After && h.buyer == rec.Buyer && c != nil && !c.lock:
+			// its holder's Unlock rewrote the lock ("free", a count one less): a release if
+			// the next Lock can succeed after it (takenOver)
+			h.rewrote[nk] = rec.At
 		}
 		st := r.setKey(rec.Node, kc, rec.At, rec.Buyer, rec.Call)
 		if st != nil && kc.Before != kc.After {
@@ -286,14 +339,22 @@ func (r *Referee) command(rec history.Record) {
 	}
 }
 
-// takenBy is the buyer whose lock command rec of call c found taken (0: none): a key it named and
-// left as it was, held by another's active hold, or, where it changed nothing, written by another.
+// takenBy is the buyer whose lock command rec of call c found taken (0: none): a key it named
+// held by another's active hold — left as it was, or written into and held still (a waiter that
+// adds itself to a semaphore: it waits, whatever it wrote) —, or, where it changed nothing, a key
+// written by another.
 func (r *Referee) takenBy(rec history.Record, c *rcall, changed map[string]bool) int {
 	weak := 0
 	for _, cmd := range rec.Cmds {
 		for _, a := range cmd.Args {
 			st := r.node(rec.Node)[a]
-			if st == nil || changed[a] {
+			if st == nil {
+				continue
+			}
+			if changed[a] {
+				if h := st.hold; h != nil && !h.ended && h.buyer != rec.Buyer {
+					return h.buyer
+				}
 				continue
 			}
 			if h := st.hold; h != nil {

@@ -62,11 +62,13 @@ type Referee struct {
 	// the holds
 	nodes   []map[string]*rkey
 	holds   []*hold
+	granted int // Lock calls of buyers that returned true
 	foreign []Foreign
 
 	// waiting
 	freeAt     time.Duration // when the last active hold ended; -1 while one is active (or before any)
 	freeWaited bool          // an order was waiting when it ended
+	freeLater  bool          // it ended at another moment than it was seen to (a key left to expire, a rewrite the next Lock took): ask waitingAt then
 	first      time.Duration // the first such moment; -1 before
 	last       time.Duration
 	gaps       []gap
@@ -160,6 +162,7 @@ type rkey struct {
 type hold struct {
 	id, buyer, order int
 	keys             map[nodeKey]bool
+	rewrote          map[nodeKey]time.Duration // when its holder's Unlock last rewrote a key it created
 	began            time.Duration
 	ended            bool
 }

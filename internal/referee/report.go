@@ -156,6 +156,12 @@ func (r *Referee) Report() *Report {
 		blind[vocab.Stuck] = true
 		rep.Untracked = append(rep.Untracked, Blind{Kinds: []vocab.Kind{vocab.Stuck}, What: "the referee could not probe the lock at the end: " + why})
 	}
+	if judged[vocab.Idle] && r.granted > 0 && len(r.holds) == 0 && !blind[vocab.Idle] {
+		// Idle is the time no hold was active while buyers waited: with no hold seen, when the
+		// lock sat free is unknown, not never.
+		blind[vocab.Idle] = true
+		rep.Untracked = append(rep.Untracked, Blind{Kinds: []vocab.Kind{vocab.Idle}, What: noHoldSays(r.granted)})
+	}
 	rep.Found, rep.Violations, rep.Unjudged = []vocab.Kind{}, []vocab.Kind{}, []vocab.Kind{}
 	for _, k := range vocab.Kinds {
 		if judged[k] && (blind[k] || rep.TimedOut != "") {

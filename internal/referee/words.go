@@ -479,6 +479,12 @@ func floodSentence(commands, confirmed int) string {
 		commands, confirmed, float64(commands)/float64(confirmed), vocab.FloodLimit)
 }
 
+// noHoldSays is why idle has no verdict when n Lock calls said yes and none was seen to take a
+// lock: no key of the run was written by them, so when the lock sat free is unknown.
+func noHoldSays(n int) string {
+	return fmt.Sprintf("%d Lock calls said yes and none wrote a key of the run: the referee saw no lock taken, so it cannot tell when the lock sat free", n)
+}
+
 // unseenSays is what the referee could not see: keys of node changed between two commands.
 func unseenSays(node string) string {
 	return fmt.Sprintf("keys of %s changed between two commands, by something no process sent (a client outside the buyers' processes?)", node)

@@ -328,8 +328,11 @@ func (x learnerCell) check(t *testing.T, backend string, rep *referee.Report) {
 // TestLearnerLocks plays each learner-style lock under the scenarios the first referee got wrong,
 // on $LAB_REDIS: the embedded backend, in virtual time and in parallel, by default; CI plays them
 // again with LAB_REDIS=server, one after the other on the wall clock.
-func TestLearnerLocks(t *testing.T) {
-	for _, c := range learnerCases() {
+func TestLearnerLocks(t *testing.T) { playLearners(t, learnerCases()) }
+
+// playLearners plays each case's cells, as TestLearnerLocks says.
+func playLearners(t *testing.T, cases []learnerCase) {
+	for _, c := range cases {
 		for _, x := range c.cells {
 			t.Run(c.name+"/"+string(x.sc), func(t *testing.T) {
 				if steptest.Virtual() {

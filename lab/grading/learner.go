@@ -40,6 +40,8 @@ type Pkg struct {
 	HasOrder   bool   // it exports its own order handler
 	HasSource  bool   // it exports Source, an embed.FS of its files (as every step does)
 	ReadsNodes bool   // its code reads a Nodes field (Proc.Nodes): it may want -nodes
+	// Shared is its package-level state every simulated process shares (SharedState).
+	Shared []Shared
 }
 
 // Inspect checks, from the source alone, that dir holds a Go package of this module that
@@ -158,6 +160,7 @@ func Inspect(dir string) (*Pkg, error) {
 		}
 		p.HasOrder = true
 	}
+	p.Shared = SharedState(fset, p.Name, files)
 	return p, nil
 }
 

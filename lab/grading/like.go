@@ -12,8 +12,11 @@ import (
 
 // Like says which step of the catalog the row is like: the first whose expected row is the
 // same in every cell that was judged, or else the nearest and the scenarios it differs under.
-// A row with no judged cell, or no step within three cells of it, is like none (""); learner,
-// the learner's own lock in the lab (or nil), has no row to be like.
+// Hazard: a cell without a verdict (`?`) matches no step and differs from none, so a row with
+// `?` cells is like a step only on the cells it judged, and Like says how many it could not
+// ("…cell for cell on the 3 of 14 it judged; 11 not judged"). A row with no judged cell, or no
+// step within three cells of it, is like none (""); learner, the learner's own lock in the lab
+// (or nil), has no row to be like. A skipped cell (the backend cannot stage it) is neither.
 func Like(all []*steps.Step, row []matrix.Cell, learner *steps.Step) string {
 	best, bestDiff := -1, []string(nil)
 	judged := 0
@@ -30,12 +33,29 @@ func Like(all []*steps.Step, row []matrix.Cell, learner *steps.Step) string {
 	if best < 0 || judged == 0 || len(bestDiff) > 3 {
 		return ""
 	}
+	unjudged := Unjudged(row)
+	on := ""
+	if unjudged > 0 {
+		on = fmt.Sprintf(" on the %d of %d it judged; %d not judged", judged, judged+unjudged, unjudged)
+	}
 	switch st := all[best]; {
 	case len(bestDiff) == 0:
-		return fmt.Sprintf("Your lock's row is %s's (%s), cell for cell.", course.Name(st), st.Title)
+		return fmt.Sprintf("Your lock's row is %s's (%s), cell for cell%s.", course.Name(st), st.Title, on)
 	default:
-		return fmt.Sprintf("Your lock's row is nearest %s's (%s): it differs under %s.", course.Name(st), st.Title, strings.Join(bestDiff, ", "))
+		return fmt.Sprintf("Your lock's row is nearest %s's (%s)%s: it differs under %s.", course.Name(st), st.Title, on, strings.Join(bestDiff, ", "))
 	}
+}
+
+// Unjudged counts the row's cells that were played and reached no verdict (`?`): a cell the
+// backend could not stage is skipped, not unjudged.
+func Unjudged(row []matrix.Cell) int {
+	n := 0
+	for _, c := range row {
+		if c.Skipped == "" && len(c.Unjudged) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // DiffersUnder lists the scenarios under which row's verdict is not st's expected one, and how

@@ -1,6 +1,7 @@
 package grading
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -46,6 +47,27 @@ func TestLikeStep(t *testing.T) {
 	}
 	if got := Like(all, odd, nil); got != "" {
 		t.Errorf("a row like no step: %q", got)
+	}
+	// a row with `?` cells is like a step only on the cells it judged, and says how many it could
+	// not: 3 of 09's cells judged, the rest `?`
+	guess := rowOf(st9)
+	for i := 3; i < len(guess); i++ {
+		guess[i].Unjudged, guess[i].Violations = []steps.Kind{steps.Overlap}, nil
+	}
+	want := fmt.Sprintf(", cell for cell on the 3 of %d it judged; %d not judged.", len(guess), len(guess)-3)
+	if got := Like(all, guess, nil); !strings.HasSuffix(got, want) {
+		t.Errorf("3 cells judged, the rest '?': %q, want it to end %q", got, want)
+	}
+	guess[0].Violations = append(slices.Clone(guess[0].Violations), steps.Stuck)
+	want = fmt.Sprintf(" on the 3 of %d it judged; %d not judged: it differs under %s.", len(guess), len(guess)-3, guess[0].Scenario)
+	if got := Like(all, guess, nil); !strings.Contains(got, "nearest") || !strings.HasSuffix(got, want) {
+		t.Errorf("3 cells judged, one off, the rest '?': %q, want it to end %q", got, want)
+	}
+	// a skipped cell is neither judged nor a guess
+	skipped := rowOf(st9)
+	skipped[0].Skipped, skipped[0].Violations = "the backend cannot stage it", nil
+	if got := Like(all, skipped, nil); !strings.HasSuffix(got, "), cell for cell.") {
+		t.Errorf("one cell skipped, the rest judged: %q", got)
 	}
 	none := rowOf(st9)
 	for i := range none {
