@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/explore"
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -103,7 +104,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 	var p *grading.Pkg
 	if st, err := catalog.Find(target); err == nil {
 		if nodesSet {
-			return usageError("-nodes goes with your lock's folder: %s takes %d lock node(s)", st.Slug, max(st.Nodes, 1))
+			return usageError("-nodes goes with your lock's folder: %s takes %s", st.Slug, course.Count(max(st.Nodes, 1), "lock node", "lock nodes"))
 		}
 		req.Step = st.Slug
 	} else if _, statErr := os.Stat(target); statErr != nil {
@@ -256,8 +257,9 @@ func printExplored(res explore.Result, what string, f exploreFlags, stdout io.Wr
 		nb, nf := fd.Program.Size()
 		fmt.Fprintf(stdout, "%s broke (%s) in program %d of seed %d, after %v of wall time (%d programs, %.0f programs/s);\n",
 			what, joinKinds(fd.OriginalViolations), res.Programs, res.Seed, fd.After.Round(time.Millisecond), res.Programs, rate)
-		fmt.Fprintf(stdout, "shrunk from %d buyer(s) and %d fault(s) to %d buyer(s) and %d fault(s) that break it the same way (%s), in %d tries:\n\n",
-			ob, of, nb, nf, fd.Way, fd.Shrink)
+		fmt.Fprintf(stdout, "shrunk from %s and %s to %s and %s that break it the same way (%s), in %s:\n\n",
+			course.Count(ob, "buyer", "buyers"), course.Count(of, "fault", "faults"), course.Count(nb, "buyer", "buyers"), course.Count(nf, "fault", "faults"),
+			fd.Way, course.Count(fd.Shrink, "try", "tries"))
 		for _, l := range fd.Lines {
 			fmt.Fprintf(stdout, "  %s\n", l)
 		}
@@ -273,7 +275,7 @@ func printExplored(res explore.Result, what string, f exploreFlags, stdout io.Wr
 			fmt.Fprintf(stdout, "saved: %s (go run ./lab judge %s judges it again)\n", f.save, f.save)
 		}
 	}
-	return fmt.Errorf("%s: a program of %d buyer(s) broke the lock (%s)", what, len(fd.Program.Buyers), joinKinds(fd.Report.Violations))
+	return fmt.Errorf("%s: a program of %s broke the lock (%s)", what, course.Count(len(fd.Program.Buyers), "buyer", "buyers"), joinKinds(fd.Report.Violations))
 }
 
 // replayArgs are the arguments that play the program of seed first, and so find and shrink it

@@ -223,14 +223,14 @@ func repeatCmd(pl *player, st *steps.Step, sc steps.Scenario, n int, asJSON bool
 		}
 	} else {
 		fmt.Fprintln(stderr)
-		fmt.Fprintf(stdout, "step %s, scenario %s: %d runs, %d differ from the matrix (%s), %d without a verdict\n",
-			st.Slug, sc, n, t.Differ, orTick(joinKinds(want)), t.Incomplete)
+		fmt.Fprintf(stdout, "step %s, scenario %s: %s, %d differ from the matrix (%s), %d without a verdict\n",
+			st.Slug, sc, course.Count(n, "run", "runs"), t.Differ, orTick(joinKinds(want)), t.Incomplete)
 		for v, k := range t.Verdicts {
 			fmt.Fprintf(stdout, "  %4d × %s\n", k, v)
 		}
 	}
 	if t.Differ > 0 || t.Incomplete > 0 {
-		return fmt.Errorf("%d of %d runs of %s under %s differed from the matrix or had no verdict", t.Differ+t.Incomplete, n, st.Slug, sc)
+		return fmt.Errorf("%d of %s of %s under %s differed from the matrix or had no verdict", t.Differ+t.Incomplete, course.Count(n, "run", "runs"), st.Slug, sc)
 	}
 	return nil
 }

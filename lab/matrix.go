@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -115,7 +116,7 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if incomplete > 0 {
-			return fmt.Errorf("%d cells have no verdict", incomplete)
+			return fmt.Errorf("%s no verdict", course.Count(incomplete, "cell has", "cells have"))
 		}
 		return nil
 	}
@@ -128,7 +129,7 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stdout, skippedLines(cells, len(rows)))
 	if incomplete > 0 {
-		return fmt.Errorf("%d cells have no verdict", incomplete)
+		return fmt.Errorf("%s no verdict", course.Count(incomplete, "cell has", "cells have"))
 	}
 	return nil
 }

@@ -154,7 +154,7 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 			if progress != nil {
 				b, n := c.Size()
 				progress(Progress{Programs: res.Programs, Simulated: res.Simulated, Wall: time.Since(start),
-					Shrinking: fmt.Sprintf("%d buyer(s), %d fault(s)", b, n)})
+					Shrinking: vocab.Count(b, "buyer", "buyers") + ", " + vocab.Count(n, "fault", "faults")})
 			}
 			return true
 		})

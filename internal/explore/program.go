@@ -208,7 +208,7 @@ func TTLs(eighths int) string {
 // What says the program in one sentence, for the history's header.
 func (p Program) What() string {
 	b, f := p.Size()
-	s := fmt.Sprintf("a random program: %d buyer(s) against %d unit(s), %d fault(s)", b, p.Stock, f)
+	s := fmt.Sprintf("a random program: %s against %s, %s", vocab.Count(b, "buyer", "buyers"), vocab.Count(p.Stock, "unit", "units"), vocab.Count(f, "fault", "faults"))
 	if p.Seed != 0 {
 		s += fmt.Sprintf(", from seed %d", p.Seed)
 	}
@@ -219,7 +219,7 @@ func (p Program) What() string {
 // words a fault's move said as it struck, by buyer and fault, from the run; a fault not in it
 // never struck).
 func (p Program) Lines(says map[Strike]string) []string {
-	out := []string{fmt.Sprintf("%d unit(s) on the shelf", p.Stock)}
+	out := []string{vocab.Count(p.Stock, "unit", "units") + " on the shelf"}
 	for i, b := range p.Buyers {
 		n := i + 1
 		var parts []string

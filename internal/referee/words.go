@@ -329,7 +329,7 @@ func oversoldSoFar(at time.Duration, confirmed, left int) string {
 	if left == 1 {
 		verb = "unit had left"
 	}
-	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf by %s: %d oversold so far", confirmed, left, verb, ms(at), confirmed-left)
+	return fmt.Sprintf("%s confirmed but only %d %s the shelf by %s: %d oversold so far", vocab.Count(confirmed, "order", "orders"), left, verb, ms(at), confirmed-left)
 }
 
 func oversoldSentence(confirmed, left int) string {
@@ -337,7 +337,7 @@ func oversoldSentence(confirmed, left int) string {
 	if left == 1 {
 		verb = "unit left"
 	}
-	return fmt.Sprintf("%d orders confirmed but only %d %s the shelf: %d oversold", confirmed, left, verb, confirmed-left)
+	return fmt.Sprintf("%s confirmed but only %d %s the shelf: %d oversold", vocab.Count(confirmed, "order", "orders"), left, verb, confirmed-left)
 }
 
 func (s Starve) String() string {
@@ -379,7 +379,7 @@ func (rep *Report) Why() string {
 // Text renders the report in words.
 func (rep *Report) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "step %s, scenario %s (%s backend, %d buyers)\n", rep.Step, rep.Scenario, rep.Backend, rep.Buyers)
+	fmt.Fprintf(&b, "step %s, scenario %s (%s backend, %s)\n", rep.Step, rep.Scenario, rep.Backend, vocab.Count(rep.Buyers, "buyer", "buyers"))
 	if rep.What != "" {
 		fmt.Fprintf(&b, "  what happens: %s\n", rep.What)
 	}
@@ -408,7 +408,7 @@ func (rep *Report) Text() string {
 		fmt.Fprintf(&b, "  foreign release: %s at %s\n", f, ms(f.At))
 	}
 	if n := len(rep.LostSales); n > 0 {
-		fmt.Fprintf(&b, "  lost sales: %d orders turned away while units remained\n", n)
+		fmt.Fprintf(&b, "  lost sales: %s turned away while units remained\n", vocab.Count(n, "order", "orders"))
 	}
 	for _, e := range rep.ReentryFailures {
 		fmt.Fprintf(&b, "  reentry failed: %s\n", e)
@@ -475,14 +475,14 @@ func floodSentence(commands, confirmed int) string {
 	if confirmed == 0 {
 		return fmt.Sprintf("%d Redis commands and no order confirmed yet (limit %d per order)", commands, vocab.FloodLimit)
 	}
-	return fmt.Sprintf("%d Redis commands for %d confirmed orders: %.0f per order (limit %d)",
-		commands, confirmed, float64(commands)/float64(confirmed), vocab.FloodLimit)
+	return fmt.Sprintf("%d Redis commands for %s: %.0f per order (limit %d)",
+		commands, vocab.Count(confirmed, "confirmed order", "confirmed orders"), float64(commands)/float64(confirmed), vocab.FloodLimit)
 }
 
 // noHoldSays is why idle has no verdict when n Lock calls said yes and none was seen to take a
 // lock: no key of the run was written by them, so when the lock sat free is unknown.
 func noHoldSays(n int) string {
-	return fmt.Sprintf("%d Lock calls said yes and none wrote a key of the run: the referee saw no lock taken, so it cannot tell when the lock sat free", n)
+	return fmt.Sprintf("%s said yes and none wrote a key of the run: the referee saw no lock taken, so it cannot tell when the lock sat free", vocab.Count(n, "Lock call", "Lock calls"))
 }
 
 // unseenSays is what the referee could not see: keys of node changed between two commands.
@@ -498,7 +498,7 @@ func ambiguousSays(buyer int, cmd, node string) string {
 
 // lostSalesSentence is lost-sales: n orders turned away, the first of them first.
 func lostSalesSentence(n int, first Rejection) string {
-	return fmt.Sprintf("%d orders were turned away while units remained; first: %s", n, first)
+	return fmt.Sprintf("%s turned away while units remained; first: %s", vocab.Count(n, "order was", "orders were"), first)
 }
 
 // disagreeSays is where porcupine and the referee part: oversold units one sale after another

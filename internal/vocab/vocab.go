@@ -1,5 +1,5 @@
 // Package vocab is the words the lab judges a run in: the invariants' kinds, with their limits,
-// and the type of a scenario's name. It imports nothing, so the referee that judges in them
+// and the type of a scenario's name, and how a count is said. It imports nothing of the lab's, so the referee that judges in them
 // imports no Redis (package steps re-exports them for the steps and the learner).
 package vocab
 

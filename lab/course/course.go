@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-lab/lockstep/internal/vocab"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -286,11 +287,5 @@ func KindList(ks []steps.Kind) string {
 	return strings.Join(s, ", ")
 }
 
-// Count is n and the noun that goes with it: "1 cell", "3 cells". Hazard: a count printed with a
-// fixed plural ("1 buyers") reads wrong exactly when it matters least to test, at 1.
-func Count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
+// Count is n with its noun (vocab.Count): "1 order", "3 orders".
+var Count = vocab.Count
