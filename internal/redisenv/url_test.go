@@ -71,7 +71,8 @@ var raceDetector bool
 
 // TestURLLeavesOtherKeysAlone runs the arena on the url backend against a server that holds
 // someone else's keys, in the same database and in another one, and checks that every verdict is
-// the matrix's (under the race detector, load's flood aside: a count that follows the machine), that after Close those keys are byte-identical, their expiry times unmoved, and no
+// the matrix's (under the race detector, load's flood aside: a count that follows the machine),
+// that after Close those keys are byte-identical, their expiry times unmoved, and no
 // "lockstep:" key is left. It plays the server as a user runs it, with the default configuration
 // (no keyspace events: the poll watcher), and with keyspace events on (the notifying watcher).
 func TestURLLeavesOtherKeysAlone(t *testing.T) {
