@@ -39,6 +39,10 @@ type Config struct {
 	// viewer can read the lock (Arena.Lock) from the same reading the referee uses. It must not
 	// keep the arena past the run.
 	OnArena func(*Arena)
+	// WatchStalls has a run of the embedded backend on the wall clock watch how long the machine
+	// stalls it, as every run on a real server does (stallWatch): a caller that plays a stalled
+	// run again (scenario.Steady) sets it; the terminal lab, which people watch, does not.
+	WatchStalls bool
 }
 
 // Arena is one run of one step: the shop's stock, the buyers' processes, the history of everything
@@ -60,7 +64,7 @@ type Arena struct {
 	nodes    []*nodeEye
 	prio     *priority   // the greedy scenario's head start
 	idle     *idleProbe  // the allowance of each idle gap
-	stalls   *stallWatch // on the wall clock of a real server: how long the machine stalled the run
+	stalls   *stallWatch // on the wall clock: how long the machine stalled the run
 
 	mu        sync.Mutex // guards what follows, procs and the orders
 	procs     []*process
@@ -133,7 +137,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, turn: durable.New()})
 	}
 	a.idle = newIdleProbe(a, a.nodes[0])
-	if cfg.Env.Backend() != "embedded" {
+	if !VirtualClock(a.start) && (cfg.Env.Backend() != "embedded" || cfg.WatchStalls) {
 		a.stalls = watchStalls(a.inv, a.start)
 	}
 	return a, nil

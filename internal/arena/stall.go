@@ -16,9 +16,14 @@ import (
 // stallTick is how often the stall watch asks to run and pings the inventory.
 const stallTick = 10 * time.Millisecond
 
-// stallWatch measures how long the machine kept the run from going on, on a backend that plays on
-// the wall clock (every one but the embedded, whose runs the lab plays in virtual time or in the
-// terminal): every stallTick it sleeps and then pings the inventory's server, and what that took
+// VirtualClock tells whether t, a time.Now() read in a run, is a testing/synctest bubble's: its
+// clock starts at midnight UTC on 1 January 2000, and the wall clock has long passed it.
+func VirtualClock(t time.Time) bool { return t.Before(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)) }
+
+// stallWatch measures how long the machine kept the run from going on, on the wall clock (a run in
+// a bubble costs no simulated time, however the machine stalls it) of a real server, or of the
+// embedded backend where Config.WatchStalls asks: every stallTick it sleeps
+// and then pings the inventory's server, and what that took
 // beyond the tick and the quickest round trip seen is a stall — this process, or the server, was
 // not run. The races a scenario
 // stages keep margins of a quarter TTL (history.DefaultTiming); a stall longer than that can

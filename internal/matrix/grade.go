@@ -262,11 +262,9 @@ const (
 	WallClock   = "the wall clock"
 )
 
-// clockOf says which clock t, a cell's time.Now() at its start, was read from: a
-// testing/synctest bubble's clock starts at midnight UTC on 1 January 2000, and the wall clock
-// has long passed it.
+// clockOf says which clock t, a cell's time.Now() at its start, was read from (arena.VirtualClock).
 func clockOf(t time.Time) string {
-	if t.Before(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)) {
+	if arena.VirtualClock(t) {
 		return VirtualTime
 	}
 	return WallClock

@@ -119,6 +119,7 @@ const StallTries = 5
 // report and how many plays before it were stalled. For the tests and the headless commands on the wall
 // clock; the terminal lab, which draws each event as it comes, plays once and says `?`.
 func Steady(ctx context.Context, cfg arena.Config, name steps.Scenario, tries int) (*referee.Report, int, error) {
+	cfg.WatchStalls = true // on the embedded backend's wall clock too (in a bubble there is none)
 	for stalled := 0; ; stalled++ {
 		rep, err := Run(ctx, cfg, name)
 		if err != nil || !arena.Stalled(rep) || stalled+1 >= tries {
