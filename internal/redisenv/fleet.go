@@ -242,6 +242,13 @@ func (f *fleet) Close() error {
 	return f.closeErr
 }
 
+// suspectTries and suspectWait are how often, and how far apart, Strangers asks a server again
+// about a claimed connection it still lists after the lab closed it.
+const (
+	suspectTries = 50
+	suspectWait  = 20 * time.Millisecond
+)
+
 // clientList is CLIENT LIST, each client's fields by name; nothing when the server does not answer.
 func clientList(ctx context.Context, c *redis.Client) []map[string]string {
 	list, err := c.ClientList(ctx).Result()
@@ -293,14 +300,26 @@ func (f *fleet) Strangers(ctx context.Context) []string {
 				strangers = append(strangers, fields)
 			}
 		}
-		if len(suspects) > 0 {
-			// The lab closed these before the server read their end: it has read it by the time
-			// it answers again. One still there is a stranger's connection on a reused port.
-			for _, fields := range clientList(ctx, c) {
-				if s, ok := suspects[fields["id"]]; ok && s["addr"] == fields["addr"] {
+		// The lab closed these before the server read their end, or freed them (a client closed
+		// mid-command is freed asynchronously): ask again until they are gone, for at most a
+		// second. One still there is a stranger's connection on a reused port.
+		for try := 0; len(suspects) > 0; try++ {
+			if try == suspectTries {
+				for _, fields := range suspects {
 					strangers = append(strangers, fields)
 				}
+				break
 			}
+			if try > 0 {
+				time.Sleep(suspectWait)
+			}
+			still := map[string]map[string]string{}
+			for _, fields := range clientList(ctx, c) {
+				if s, ok := suspects[fields["id"]]; ok && s["addr"] == fields["addr"] {
+					still[fields["id"]] = fields
+				}
+			}
+			suspects = still
 		}
 		for _, fields := range strangers {
 			out = append(out, fmt.Sprintf("a client at %s the lab did not hand out sent commands to the %s (the last: %s)", fields["addr"], name, fields["cmd"]))
