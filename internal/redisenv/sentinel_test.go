@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -352,32 +353,7 @@ func TestSentinelCloseAll(t *testing.T) {
 // Sentinel or temp dir is left.
 func TestSentinelCloseAllDuringStart(t *testing.T) {
 	needSentinel(t)
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc to find this process's children in")
-	}
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	for i := range 10 {
-		done := make(chan error, 1)
-		go func() {
-			s, err := redisenv.NewSentinelNodes(3)
-			if err == nil {
-				err = s.Close()
-			}
-			done <- err
-		}()
-		time.Sleep(time.Duration(i) * 150 * time.Millisecond)
-		if err := redisenv.CloseAll(); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("CloseAll after %v: the start said %v", time.Duration(i)*150*time.Millisecond, <-done)
-		if kids := redisChildren(t); len(kids) > 0 {
-			t.Errorf("redis-server processes left: %v", kids)
-		}
-		if left, _ := os.ReadDir(tmp); len(left) > 0 {
-			t.Errorf("temp dirs left: %v", left)
-		}
-	}
+	closeAllDuringStart(t, 150*time.Millisecond, func() (io.Closer, error) { return redisenv.NewSentinelNodes(3) })
 }
 
 // failingChild is set in the child that TestSentinelFailedTestLeavesNothing runs.

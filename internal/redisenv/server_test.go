@@ -3,6 +3,7 @@ package redisenv_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,6 +181,13 @@ func TestCloseAllClosesOpenEnvs(t *testing.T) {
 // start either fails or is closed with the rest, and no redis-server or temp dir is left.
 func TestServerCloseAllDuringStart(t *testing.T) {
 	needRedisServer(t)
+	closeAllDuringStart(t, 50*time.Millisecond, func() (io.Closer, error) { return redisenv.NewServerNodes(3) })
+}
+
+// closeAllDuringStart calls CloseAll while start runs, 0, step, 2 × step… after it began (ten
+// times): the start fails or is closed with the rest, and no redis-server or temp dir is left.
+func closeAllDuringStart(t *testing.T, step time.Duration, start func() (io.Closer, error)) {
+	t.Helper()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc to find this process's children in")
 	}
@@ -188,17 +196,17 @@ func TestServerCloseAllDuringStart(t *testing.T) {
 	for i := range 10 {
 		done := make(chan error, 1)
 		go func() {
-			s, err := redisenv.NewServerNodes(3)
+			s, err := start()
 			if err == nil {
 				err = s.Close()
 			}
 			done <- err
 		}()
-		time.Sleep(time.Duration(i) * 50 * time.Millisecond)
+		time.Sleep(time.Duration(i) * step)
 		if err := redisenv.CloseAll(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("CloseAll after %v: the start said %v", time.Duration(i)*50*time.Millisecond, <-done)
+		t.Logf("CloseAll after %v: the start said %v", time.Duration(i)*step, <-done)
 		if kids := redisChildren(t); len(kids) > 0 {
 			t.Errorf("redis-server processes left: %v", kids)
 		}
