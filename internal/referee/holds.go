@@ -107,7 +107,7 @@ func (r *Referee) call(rec history.Record) {
 		}
 	}
 	if r.freeAt >= 0 {
-		if r.freeWaited || r.freeLater && r.waitingAt(r.freeAt) {
+		if r.waitedAcross(r.freeAt, began) {
 			r.gaps = append(r.gaps, gap{from: r.freeAt, length: max(began-r.freeAt, 0)})
 		}
 		r.freeAt = -1
@@ -172,17 +172,6 @@ func (r *Referee) freed(at, due time.Duration) {
 		return
 	}
 	r.freeAt = due
-	r.freeWaited = false
-	r.freeLater = due != at
-	for _, o := range r.ranked {
-		if r.freeLater {
-			break // who waits when it comes free is asked then (waitingAt)
-		}
-		if o.waiting() {
-			r.freeWaited = true
-			break
-		}
-	}
 	if r.first < 0 {
 		r.first = due
 	}
@@ -190,11 +179,13 @@ func (r *Referee) freed(at, due time.Duration) {
 	r.say(Event{At: at, Kind: EvFree, Due: due})
 }
 
-// waitingAt reports whether an order was waiting at t: it had begun, and had neither read the
-// stock nor ended.
-func (r *Referee) waitingAt(t time.Duration) bool {
+// waitedAcross reports whether an order waited across the gap from to until: it had begun by
+// from, and had neither read the stock nor ended by until. An order that gave up in the gap (a
+// Lock that tries once and says no) was turned away, not kept waiting: its buyer's pause before
+// the next order is the shop's, not the lock's.
+func (r *Referee) waitedAcross(from, until time.Duration) bool {
 	for _, o := range r.ranked {
-		if o.began <= t && !(o.ended && o.endedAt <= t) && !(o.firstRead >= 0 && o.firstRead <= t) {
+		if o.began <= from && !(o.ended && o.endedAt <= until) && !(o.firstRead >= 0 && o.firstRead <= until) {
 			return true
 		}
 	}

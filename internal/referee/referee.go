@@ -32,8 +32,10 @@ import (
 //     order).
 //   - starved, idle (waiting runs from an order's start to its first stock read, wherever the
 //     waiting happens): starved = an order whose first read came after the first reads of
-//     StarveLimit orders that began after it (in the inventory's order); idle = the time no hold was active while an order waited, gaps longer than a woken
-//     waiter needs (the idle probe's measure) counted.
+//     StarveLimit orders that began after it (in the inventory's order); idle = the time no
+//     hold was active while an order waited across it (begun before the lock came free, still
+//     waiting when it was taken again: one that gave up meanwhile was turned away, not kept
+//     waiting), gaps longer than a woken waiter needs (the idle probe's measure) counted.
 //
 // Hazard: what it cannot observe it must say (a blind record), or a verdict would rest on partial
 // evidence in silence.
@@ -66,14 +68,12 @@ type Referee struct {
 	foreign []Foreign
 
 	// waiting
-	freeAt     time.Duration // when the last active hold ended; -1 while one is active (or before any)
-	freeWaited bool          // an order was waiting when it ended
-	freeLater  bool          // it ended at another moment than it was seen to (a key left to expire, a rewrite the next Lock took): ask waitingAt then
-	first      time.Duration // the first such moment; -1 before
-	last       time.Duration
-	gaps       []gap
-	probes     map[time.Duration]time.Duration
-	starved    []Starve
+	freeAt  time.Duration // when the last active hold ended; -1 while one is active (or before any)
+	first   time.Duration // the first such moment; -1 before
+	last    time.Duration
+	gaps    []gap
+	probes  map[time.Duration]time.Duration
+	starved []Starve
 
 	reentry    []Reentry
 	blinds     []Blind

@@ -260,6 +260,20 @@ func TestJudgeWrittenHistories(t *testing.T) {
 				t.Errorf("idle %.2f after %d of %d releases", r.IdleShare, r.IdleReleases, r.WaitedReleases)
 			}
 		}},
+		{"an order that gives up while the lock sits free was turned away, not kept waiting: not idle", func(b *hb) {
+			b.h.Stock = 4
+			for i, o := range []int{1, 2, 3, 4} {
+				b.at = time.Duration(i) * 100 * msec
+				b.begin(o, o).lock(o, true, b.set(o, k, "", "v", -1)).read(o, 4-i).write(o, 3-i)
+				b.begin(5, 10+o) // a Lock that tries once, refused while o holds
+				b.unlock(o, b.del(o, k, "v")).end(o, "")
+				b.end(10+o, "") // it says no just after the release; its buyer pauses before the next
+			}
+		}, kinds(vocab.LostSales), func(t *testing.T, r *Report) {
+			if r.IdleShare != 0 || r.WaitedReleases != 0 {
+				t.Errorf("idle %.2f after %d of %d releases", r.IdleShare, r.IdleReleases, r.WaitedReleases)
+			}
+		}},
 		{"the end-of-run probe could not get in: stuck, the lock of its last holder", func(b *hb) {
 			b.begin(1, 1).lock(1, true, b.set(1, k, "", "a", -1)).read(1, 3).write(1, 2).end(1, "")
 			b.add(history.Record{Kind: history.RecProbe, What: history.ProbeStuck, D: 400 * msec})
