@@ -300,3 +300,25 @@ func TestAFoundProgramIsARegressionCase(t *testing.T) {
 		}
 	}
 }
+
+// starvedFound is what lab explore 17 found from seed 1 (program 78) and shrank to, when the
+// referee counted an order's own work as waiting: buyer 2 works half a TTL before its atomic sale
+// while buyer 1's two orders and buyer 3's, begun meanwhile, sell; it was called starved.
+var starvedFound = explore.Program{Stock: 1, Buyers: []explore.Buyer{
+	{Orders: []explore.Order{{After: 1, Fault: arena.FaultSecond}}},
+	{Orders: []explore.Order{{Work: 4}}},
+	{Orders: []explore.Order{{}}},
+}}
+
+// TestABusyOrderIsNotStarved: step 17 takes no lock, so nobody waits for one; an order at its own
+// work while later orders sell is busy, not starved (the referee's passes).
+func TestABusyOrderIsNotStarved(t *testing.T) {
+	noLeak(t)
+	rep, err := explore.Run(step(t, "17"), starvedFound, nil, bubble(t)) // judged for every kind
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete() || len(rep.Violations) > 0 {
+		t.Errorf("17 under the found program: %v (unjudged %v), want nothing\n%s", rep.Violations, rep.Unjudged, rep.Text())
+	}
+}

@@ -15,6 +15,9 @@ import (
 func (r *Referee) call(rec history.Record) {
 	lock := rec.What == history.CallLock
 	if !rec.End {
+		if o := r.orders[rec.Order]; o != nil && lock {
+			o.working = false // its work is over: from here it waits for the lock
+		}
 		r.calls[rec.Call] = &rcall{id: rec.Call, buyer: rec.Buyer, order: rec.Order, lock: lock, began: rec.At,
 			wrote: map[nodeKey]bool{}, created: map[nodeKey]bool{}, named: map[nodeKey]bool{}}
 		return

@@ -31,8 +31,9 @@ import (
 //     while units remained), reentry-failed (the nested Lock), flood (commands per confirmed
 //     order).
 //   - starved, idle (waiting runs from an order's start to its first stock read, wherever the
-//     waiting happens): starved = an order whose first read came after the first reads of
-//     StarveLimit orders that began after it (in the inventory's order); idle = the time no
+//     waiting happens, but not while the order is at its own work): starved = an order whose
+//     first read came after the first reads of StarveLimit orders that began after it while it
+//     was not at its work (in the inventory's order); idle = the time no
 //     hold was active while an order waited across it (begun before the lock came free, still
 //     waiting when it was taken again: one that gave up meanwhile was turned away, not kept
 //     waiting), gaps longer than a woken waiter needs (the idle probe's measure) counted.
@@ -108,7 +109,9 @@ type rorder struct {
 	confirmed    int
 	ended        bool
 	endedAt      time.Duration
-	waited       bool // a command of its Lock found the lock held by another
+	waited       bool         // a command of its Lock found the lock held by another
+	working      bool         // its work began, and no Lock call or stock operation of it has followed yet
+	unpassed     map[int]bool // orders that began while it worked: they asked while it did not wait
 }
 
 type stockOp struct {
@@ -273,6 +276,7 @@ func (r *Referee) Add(rec history.Record) {
 			r.orderBegan(rec)
 		case history.OrderWork:
 			if o := r.orders[rec.Order]; o != nil {
+				o.working = true
 				r.say(Event{At: rec.At, Kind: EvWork, Buyer: o.buyer, Order: o.k})
 			}
 		default:

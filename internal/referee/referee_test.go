@@ -49,6 +49,11 @@ func (b *hb) begin(buyer, o int) *hb {
 	return b.add(history.Record{Kind: history.RecOrder, What: history.OrderBegin, Buyer: buyer, Order: o, K: o})
 }
 
+// work is order o beginning its business work.
+func (b *hb) work(o int) *hb {
+	return b.add(history.Record{Kind: history.RecOrder, What: history.OrderWork, Buyer: b.order[o], Order: o})
+}
+
 // end ends order o; excuse as an Excuse.
 func (b *hb) end(o int, excuse string) *hb {
 	return b.add(history.Record{Kind: history.RecOrder, What: history.OrderEnd, Buyer: b.order[o], Order: o, Excuse: excuse})
@@ -245,6 +250,29 @@ func TestJudgeWrittenHistories(t *testing.T) {
 			b.read(2, 0).end(2, "")
 		}, kinds(vocab.Starved), func(t *testing.T, r *Report) {
 			if len(r.Starvations) != 1 || r.Starvations[0].Buyer != 2 || r.Starvations[0].Passed != 3 {
+				t.Errorf("%+v", r.Starvations)
+			}
+		}},
+		{"an order at its own work is busy, not waiting: those that begin meanwhile do not pass it (a lock-free sale)", func(b *hb) {
+			b.h.Stock = 5
+			b.begin(1, 1).work(1)
+			for o, n := 2, 5; o <= 4; o, n = o+1, n-1 {
+				b.begin(o, o).work(o).read(o, n).write(o, n-1).end(o, "")
+			}
+			b.read(1, 2).write(1, 1).end(1, "")
+		}, kinds(), nil},
+		{"an order that works, then waits in Lock, is passed by those that begin while it waits", func(b *hb) {
+			b.h.Stock = 6
+			b.begin(1, 1).work(1)
+			b.begin(2, 2).read(2, 6).write(2, 5).end(2, "") // began while 1 worked: no pass
+			b.add(history.Record{Kind: history.RecCall, What: history.CallLock, Buyer: 1, Order: 1, Call: 99})
+			for o, n := 3, 5; o <= 5; o, n = o+1, n-1 {
+				b.begin(o, o).read(o, n).write(o, n-1).end(o, "")
+			}
+			b.add(history.Record{Kind: history.RecCall, What: history.CallLock, End: true, Buyer: 1, Order: 1, Call: 99})
+			b.read(1, 2).write(1, 1).end(1, "")
+		}, kinds(vocab.Starved), func(t *testing.T, r *Report) {
+			if len(r.Starvations) != 1 || r.Starvations[0].Buyer != 1 || r.Starvations[0].Passed != 3 {
 				t.Errorf("%+v", r.Starvations)
 			}
 		}},

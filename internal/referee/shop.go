@@ -14,6 +14,14 @@ import (
 
 func (r *Referee) orderBegan(rec history.Record) {
 	o := &rorder{id: rec.Order, buyer: rec.Buyer, k: rec.K, rank: len(r.ranked), began: rec.At, firstRead: -1}
+	for _, w := range r.ranked {
+		if w.working && w.firstRead < 0 && !w.ended {
+			if w.unpassed == nil {
+				w.unpassed = map[int]bool{}
+			}
+			w.unpassed[o.id] = true
+		}
+	}
 	r.orders[o.id] = o
 	r.ranked = append(r.ranked, o)
 	p := r.proc(rec.Buyer)
@@ -64,6 +72,7 @@ func (r *Referee) stockOp(rec history.Record) {
 	if o == nil {
 		return // the end-of-run probe's shop sells nothing and records nothing
 	}
+	o.working = false
 	op := stockOp{seq: rec.Seq, at: rec.At, stock: rec.Stock, token: rec.Token}
 	if rec.Buyer > 0 {
 		r.commands++ // each shop operation is one command
@@ -111,11 +120,13 @@ func (r *Referee) passedBy(o *rorder, at time.Duration) {
 	r.announce(at, vocab.Starved, s.String(), s.Buyer)
 }
 
-// passes counts the orders that began after o and read first, in the inventory's order.
+// passes counts the orders that began after o, while o was not at its own work, and read first,
+// in the inventory's order. Hazard: an order that does its work before anything else (a lock-free
+// sale, step 17) is busy, not waiting; counting those that began meanwhile called it starved.
 func (r *Referee) passes(o *rorder) int {
 	n := 0
 	for _, x := range r.ranked[o.rank+1:] {
-		if x.buyer != o.buyer && x.firstRead >= 0 && (o.firstRead < 0 || x.firstSeq < o.firstSeq) {
+		if x.buyer != o.buyer && !o.unpassed[x.id] && x.firstRead >= 0 && (o.firstRead < 0 || x.firstSeq < o.firstSeq) {
 			n++
 		}
 	}
