@@ -308,9 +308,10 @@ func printGrade(w io.Writer, slug string, row []cell) {
 		fmt.Fprintf(w, "\n%s\n", like)
 	}
 	var on []string
+	near := grading.Nearest(catalog.Steps, row, learner)
 	for _, c := range row {
 		if len(c.Violations) > 0 && c.Skipped == "" && len(c.Unjudged) == 0 {
-			on = append(on, fmt.Sprintf("  %s: %s", c.Scenario, grading.WayOn(catalog.Steps, steps.Scenario(c.Scenario), c.Violations)))
+			on = append(on, fmt.Sprintf("  %s: %s", c.Scenario, grading.WayOn(catalog.Steps, steps.Scenario(c.Scenario), c.Violations, near)))
 		}
 	}
 	if len(on) > 0 {

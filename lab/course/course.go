@@ -111,25 +111,26 @@ type Handoff struct {
 	// Base is a side road's base when its row clears every kind (the road left a cure behind),
 	// -1 otherwise.
 	Base int
-	// Like is, for the learner's own lock, the last step of the line that breaks with every one
-	// of its kinds under sc (the fix is sought after it), -1 otherwise.
+	// Like is, for the learner's own lock, the step of the line it broke like (likeOf; the fix is
+	// sought after it), -1 otherwise.
 	Like int
 }
 
 // NewHandoff works out the hand-off after all[i] broke with kinds under sc; learner is the
 // learner's own lock (lab -dir, lab grade), on no line, or nil.
 func NewHandoff(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.Kind, learner *steps.Step) *Handoff {
+	return NewHandoffNear(all, i, sc, kinds, learner, -1)
+}
+
+// NewHandoffNear is NewHandoff for a learner's lock whose whole row is known: near is the index
+// in all of the step that row is nearest (grading.Nearest; -1: none).
+func NewHandoffNear(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.Kind, learner *steps.Step, near int) *Handoff {
 	h := &Handoff{From: i, Scenario: sc, Kinds: kinds, Next: NextOf(all, i), Fix: -1, Part: -1, Base: -1, Like: -1}
 	if learner != nil && all[i] == learner {
-		// The learner's own lock is on no line: it broke as the last step that breaks with every
-		// one of these kinds under sc, and the fix is sought after that one.
+		// The learner's own lock is on no line: it broke as a step that breaks with every one of
+		// these kinds under sc, and the fix is sought after that one (likeOf).
 		h.Next = -1
-		for j, st := range all {
-			if Numbered(st) && !slices.ContainsFunc(kinds, func(k steps.Kind) bool { return !slices.Contains(st.Expect[sc], k) }) &&
-				(h.Like < 0 || st.Number > all[h.Like].Number) {
-				h.Like = j
-			}
-		}
+		h.Like = likeOf(all, near, sc, kinds)
 	}
 	if h.Next >= 0 {
 		for _, k := range kinds {
@@ -171,6 +172,41 @@ func NewHandoff(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.Kind,
 		h.Base = b
 	}
 	return h
+}
+
+// likeOf is the step of the line a learner's lock broke like, with kinds under sc: the last that
+// breaks so at or before all[near], the step its row is nearest, else (near -1: no row known, as
+// in the terminal lab) the last that breaks so anywhere. Hazard: the line does not break monotonically (14 clears
+// starved, 15 starves again): the last step anywhere that breaks so sent a copy of 09 that
+// starved past 14 to 16.
+func likeOf(all []*steps.Step, near int, sc steps.Scenario, kinds []steps.Kind) int {
+	breaks := func(st *steps.Step) bool {
+		return !slices.ContainsFunc(kinds, func(k steps.Kind) bool { return !slices.Contains(st.Expect[sc], k) })
+	}
+	if near >= 0 {
+		ceiling := all[near].Number
+		if !Numbered(all[near]) {
+			if b := BaseOf(all, near); b >= 0 {
+				ceiling = all[b].Number
+			}
+		}
+		like := -1
+		for n := 1; n <= ceiling; n++ {
+			if j := ByNumber(all, n); j >= 0 && breaks(all[j]) {
+				like = j
+			}
+		}
+		if like >= 0 {
+			return like
+		}
+	}
+	like := -1
+	for n := 1; n <= Last(all); n++ {
+		if j := ByNumber(all, n); j >= 0 && breaks(all[j]) {
+			like = j
+		}
+	}
+	return like
 }
 
 // JumpKey is the key that opens step i: → for the step after the broken one in the catalog (what

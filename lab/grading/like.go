@@ -18,19 +18,8 @@ import (
 // step within three cells of it, is like none (""); learner, the learner's own lock in the lab
 // (or nil), has no row to be like. A skipped cell (the backend cannot stage it) is neither.
 func Like(all []*steps.Step, row []matrix.Cell, learner *steps.Step) string {
-	best, bestDiff := -1, []string(nil)
-	judged := 0
-	for i, st := range all {
-		if st == learner { // the learner's own lock in the lab has no row to be like
-			continue
-		}
-		var diff []string
-		diff, judged = DiffersUnder(st, row)
-		if best < 0 || len(diff) < len(bestDiff) {
-			best, bestDiff = i, diff
-		}
-	}
-	if best < 0 || judged == 0 || len(bestDiff) > 3 {
+	best, bestDiff, judged := nearest(all, row, learner)
+	if best < 0 {
 		return ""
 	}
 	unjudged := Unjudged(row)
@@ -44,6 +33,33 @@ func Like(all []*steps.Step, row []matrix.Cell, learner *steps.Step) string {
 	default:
 		return fmt.Sprintf("Your lock's row is nearest %s's (%s)%s: it differs under %s.", course.Name(st), st.Title, on, strings.Join(bestDiff, ", "))
 	}
+}
+
+// Nearest is the index in all of the step Like names for row, or -1 when it names none.
+func Nearest(all []*steps.Step, row []matrix.Cell, learner *steps.Step) int {
+	best, _, _ := nearest(all, row, learner)
+	return best
+}
+
+// nearest is Like's step (-1: none), the scenarios the row differs from it under, and how many
+// cells were judged.
+func nearest(all []*steps.Step, row []matrix.Cell, learner *steps.Step) (int, []string, int) {
+	best, bestDiff := -1, []string(nil)
+	judged := 0
+	for i, st := range all {
+		if st == learner { // the learner's own lock in the lab has no row to be like
+			continue
+		}
+		var diff []string
+		diff, judged = DiffersUnder(st, row)
+		if best < 0 || len(diff) < len(bestDiff) {
+			best, bestDiff = i, diff
+		}
+	}
+	if best < 0 || judged == 0 || len(bestDiff) > 3 {
+		return -1, nil, judged
+	}
+	return best, bestDiff, judged
 }
 
 // Unjudged counts the row's cells that were played and reached no verdict (`?`): a cell the

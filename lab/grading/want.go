@@ -103,6 +103,7 @@ type Miss struct {
 // without a verdict, misses unless the target's is NoVerdict too.
 func (t *Target) Misses(all []*steps.Step, row []matrix.Cell) []Miss {
 	var out []Miss
+	near := Nearest(all, row, nil)
 	for _, c := range row {
 		sc := steps.Scenario(c.Scenario)
 		want := t.Want(sc)
@@ -120,7 +121,7 @@ func (t *Target) Misses(all []*steps.Step, row []matrix.Cell) []Miss {
 		if !none {
 			extra := slices.DeleteFunc(slices.Clone(c.Violations), func(k steps.Kind) bool { return slices.Contains(want, k) })
 			if len(extra) > 0 {
-				m.Fix = WayOn(all, sc, extra)
+				m.Fix = WayOn(all, sc, extra, near)
 			}
 		}
 		out = append(out, m)
@@ -129,12 +130,13 @@ func (t *Target) Misses(all []*steps.Step, row []matrix.Cell) []Miss {
 }
 
 // WayOn is where a learner's lock that broke with kinds under sc goes next, as lab -dir says it
-// after a break: the last step of the line that breaks so, and the first after it whose row
-// clears them (the hand-off, course.NewHandoff, for a lock on no line).
-func WayOn(all []*steps.Step, sc steps.Scenario, kinds []steps.Kind) string {
+// after a break: the last step of the line that breaks so at or before the step the lock's row is
+// nearest (near, an index of all; -1: none), and the first after it whose row clears them (the
+// hand-off, course.NewHandoff, for a lock on no line).
+func WayOn(all []*steps.Step, sc steps.Scenario, kinds []steps.Kind, near int) string {
 	mine := &steps.Step{Slug: "your lock", Side: true}
 	withMine := append(slices.Clone(all), mine)
-	h := course.NewHandoff(withMine, len(withMine)-1, sc, kinds, mine)
+	h := course.NewHandoffNear(withMine, len(withMine)-1, sc, kinds, mine, near)
 	s := h.Headline(withMine)
 	if h.Fix >= 0 {
 		s += " Its code: steps/" + withMine[h.Fix].Slug + "."

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -113,4 +114,30 @@ func scNames(scs []steps.Scenario) []string {
 		out = append(out, string(sc))
 	}
 	return out
+}
+
+// TestWayOnFromTheNearestRow: a lock whose row is nearest step 9's and that starves under greedy
+// breaks as step 9 does, and step 14 clears it (the line does not break monotonically: 15 starves
+// again, and the last step anywhere that starves sent it to 16). With no row known (the terminal
+// lab) the last step that breaks so is the one named.
+func TestWayOnFromTheNearestRow(t *testing.T) {
+	i09 := course.ByNumber(catalog.Steps, 9)
+	for _, c := range []struct {
+		sc    steps.Scenario
+		kinds []steps.Kind
+		near  int
+		want  []string
+	}{
+		{steps.Greedy, []steps.Kind{steps.Starved}, i09, []string{"breaks as step 9 ", "the fix is step 14 ", "steps/14_fair."}},
+		{steps.Pause, []steps.Kind{steps.Overlap, steps.Oversold}, i09, []string{"breaks as step 9 ", "step 16 ", "the fix is step 17 "}},
+		{steps.Slow, []steps.Kind{steps.Overlap, steps.Oversold}, i09, []string{"breaks as step 7 ", "the fix is step 8 "}},
+		{steps.Greedy, []steps.Kind{steps.Starved}, -1, []string{"breaks as step 15 ", "the fix is step 16 "}},
+	} {
+		got := WayOn(catalog.Steps, c.sc, c.kinds, c.near)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s %v near %d: %q lacks %q", c.sc, c.kinds, c.near, got, w)
+			}
+		}
+	}
 }
