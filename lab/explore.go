@@ -41,6 +41,7 @@ type exploreFlags struct {
 	nodes  int
 	asJSON bool
 	save   string
+	html   string
 	faults string
 	kinds  string
 }
@@ -48,7 +49,7 @@ type exploreFlags struct {
 // exploreCmd explores the step or the learner's folder its one argument names: exit 1 with the
 // shrunk program when a program broke the lock, 0 when none did within the budget, 2 on bad input.
 func exploreCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("explore", "lab explore [-seed 1] [-budget 60s] [-buyers 3] [-faults LIST] [-kinds LIST] [-nodes 1] [-json] [-save FILE] STEP|DIR\n\n"+
+	fs := newFlags("explore", "lab explore [-seed 1] [-budget 60s] [-buyers 3] [-faults LIST] [-kinds LIST] [-nodes 1] [-json] [-save FILE] [-html FILE] STEP|DIR\n\n"+
 		"Plays random programs against a step of the catalog (04, 13_pubsub…) or your lock's package in DIR:\n"+
 		"a few buyers with random orders, work and waits, and the lab's faults at points defined by what a\n"+
 		"process did, each program in virtual time on the embedded backend and judged for every kind. The\n"+
@@ -64,6 +65,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.kinds, "kinds", "", "the kinds a program is judged for, comma-separated (default every kind: "+joinKinds(steps.Kinds)+")")
 	fs.BoolVar(&f.asJSON, "json", false, "print what was found as JSON (explore.Result), for machines")
 	fs.StringVar(&f.save, "save", "", "write the found program and its run to this file (lab judge reads it)")
+	fs.StringVar(&f.html, "html", "", "write the found program's run as one self-contained page to this file: the program in words, its verdict and timeline")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -191,6 +193,15 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 			return err
 		}
 	}
+	if f.html != "" && res.Found != nil {
+		var st *steps.Step // nil for a learner's lock
+		if req.Step != "" {
+			st, _ = catalog.Find(req.Step)
+		}
+		if err := writeExplorePage(f.html, st, res.Found, time.Now()); err != nil {
+			return err
+		}
+	}
 	return printExplored(res, what, f, stdout)
 }
 
@@ -273,6 +284,9 @@ func printExplored(res explore.Result, what string, f exploreFlags, stdout io.Wr
 		fmt.Fprintf(stdout, "\nreplay: go run ./lab explore %s%s\n", replayArgs(what, fd.Original.Seed, f), "")
 		if f.save != "" {
 			fmt.Fprintf(stdout, "saved: %s (go run ./lab judge %s judges it again)\n", f.save, f.save)
+		}
+		if f.html != "" {
+			fmt.Fprintf(stdout, "page: %s\n", f.html)
 		}
 	}
 	return fmt.Errorf("%s: a program of %s broke the lock (%s)", what, course.Count(len(fd.Program.Buyers), "buyer", "buyers"), joinKinds(fd.Report.Violations))

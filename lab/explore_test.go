@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -58,12 +59,14 @@ func TestExploreBadInput(t *testing.T) {
 
 // TestExploreCopyOf09: a learner's copy of step 09, explored from seed 1, breaks: exit 1, the
 // shrunk program in words with the referee's sentences and the command that replays it; -save
-// writes a file lab judge judges again to the same verdict.
+// writes a file lab judge judges again to the same verdict; -html a page with the program in
+// words above its verdict, which lab judge reads too.
 func TestExploreCopyOf09(t *testing.T) {
 	t.Parallel() // explore builds and runs a binary of its own
 	dir := copyStep(t, "09_lua_unlock", "README.md")
 	saved := filepath.Join(t.TempDir(), "found.json")
-	code, out, errs := exploreLab(t, "-budget", "20s", "-save", saved, dir)
+	page := filepath.Join(t.TempDir(), "found.html")
+	code, out, errs := exploreLab(t, "-budget", "20s", "-save", saved, "-html", page, dir)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
 	}
@@ -75,6 +78,21 @@ func TestExploreCopyOf09(t *testing.T) {
 	var jout, jerr bytes.Buffer
 	if err := run([]string{"judge", saved}, &jout, &jerr); err != nil {
 		t.Fatalf("lab judge of what explore saved: %v\n%s%s", err, jout.String(), jerr.String())
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	story := regexp.MustCompile(`(?s)<ul class="story">.*?<li>\d+ units? on the shelf</li>.*?<li>buyer 1: .*?</ul>\s*<div class="verdict bad">`)
+	if !story.Match(b) {
+		t.Errorf("the page has no program in words above its verdict:\n%.2000s", b)
+	}
+	if bytes.Contains(b, []byte(`<p class="next">`)) {
+		t.Errorf("the page names a fix for an explored program, which no step's row covers")
+	}
+	jout.Reset()
+	if err := run([]string{"judge", page}, &jout, &jerr); err != nil {
+		t.Fatalf("lab judge of explore's page: %v\n%s%s", err, jout.String(), jerr.String())
 	}
 }
 

@@ -65,7 +65,8 @@ type pageRun struct {
 	Step     string            `json:"-"`
 	Title    string            `json:"-"` // the step's title, from the catalog
 	Scenario string            `json:"-"`
-	What     string            `json:"-"` // scenario.Describe
+	What     string            `json:"-"` // scenario.Describe, or the history's own (an explored program's)
+	Story    []string          `json:"-"` // an explored program in words, a line a buyer (explore.Found.Lines)
 	Backend  string            `json:"-"`
 	Played   string            `json:"-"`
 	Cell     string            `json:"-"` // cellText
@@ -237,10 +238,14 @@ func newPageRun(c cell, st *steps.Step, played string, tb *pageTables) pageRun {
 	if r.Backend == "" {
 		r.Backend = "embedded"
 	}
+	if r.What == "" {
+		r.What = rep.What
+	}
 	r.Mark = map[string]string{"ok": "✓", "bad": "✗", "unknown": "?"}[r.Class]
 	if st != nil {
 		r.Title = st.Title
-		if slices.Contains(catalog.Steps, st) {
+		// An explored program is no column of the matrix: no step's row says what clears it.
+		if slices.Contains(catalog.Steps, st) && scenario.Find(steps.Scenario(c.Scenario)) != nil {
 			r.Lesson, r.Next = coda(st, steps.Scenario(c.Scenario), rep.Violations)
 			if r.Next != "" {
 				if h := course.NewHandoff(catalog.Steps, slices.Index(catalog.Steps, st), steps.Scenario(c.Scenario), rep.Violations, learner); h.Fix >= 0 {

@@ -605,3 +605,23 @@ func checkOpens(t *testing.T, where, file string, limit time.Duration) {
 	slices.Sort(took)
 	t.Logf("%s: %s opened in %v in headless Chromium (median %v; the text says within %v)", where, filepath.Base(file), took, took[1], limit)
 }
+
+// TestPageOfAnExploredProgram: an explored program is no column of the matrix, so its page names
+// no fix (every step's row is silent on it, and the hand-off read that as "clears it"); a cell of
+// a scenario, on the same step with the same verdict, names one.
+func TestPageOfAnExploredProgram(t *testing.T) {
+	st, err := catalog.Find("04")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sc   string
+		next bool
+	}{{"explore", false}, {string(steps.Restart), true}} {
+		rep := &referee.Report{Step: st.Slug, Scenario: c.sc, Violations: []steps.Kind{steps.Overlap, steps.Oversold}}
+		r := newPageRun(cell{Step: st.Slug, Scenario: c.sc, Violations: rep.Violations, Report: rep}, st, "", newPageTables())
+		if (r.Next != "") != c.next {
+			t.Errorf("%s: next %q, want one: %v", c.sc, r.Next, c.next)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 
+	"github.com/lockstep-lab/lockstep/internal/explore"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
@@ -293,6 +294,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 {{range $i, $r := .Runs}}<section class="run" id="{{$r.ID}}">
 <h2><span class="verdict-mark {{$r.Class}}">{{$r.Mark}}</span> {{$r.Step}} × {{$r.Scenario}}</h2>
 <p class="meta">step <b>{{$r.Step}}</b>{{if $r.Title}}: {{$r.Title}}{{end}} · scenario <b>{{$r.Scenario}}</b>{{if $r.What}}: {{$r.What}}{{end}} · {{$r.Backend}} backend{{if $r.Played}} · played {{$r.Played}}{{end}}</p>
+{{if $r.Story}}<ul class="story">{{range $r.Story}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <div class="verdict {{$r.Class}}"><p class="cell">verdict: <b>{{$r.Mark}} {{$r.Cell}}</b></p>{{if $r.Explain}}
 <ul class="explain">{{range $r.Explain}}<li><b>{{.Kind}}</b>: <span class="sentence">{{.Sentence}}</span></li>{{end}}</ul>{{end}}</div>
 {{if $r.Lesson}}<p class="lesson"><b>lesson:</b> {{$r.Lesson}}</p>{{end}}
@@ -327,6 +329,15 @@ func writeJudgedPage(out, file string, runs []savedRun, cells []cell) error {
 func writeRunPage(out string, st *steps.Step, rep *referee.Report, played time.Time) error {
 	runs := savedOf([]*referee.Report{rep}, played)
 	return writePage(out, runPage(matrix.CellOf(rep), st, played.UTC().Format(time.RFC3339)), runs)
+}
+
+// writeExplorePage writes the page of what explore found in st (nil: a learner's lock), played at
+// played, to out: the shrunk program's run, and the program in words above its verdict.
+func writeExplorePage(out string, st *steps.Step, fd *explore.Found, played time.Time) error {
+	runs := savedOf([]*referee.Report{fd.Report}, played)
+	d := runPage(matrix.CellOf(fd.Report), st, played.UTC().Format(time.RFC3339))
+	d.Runs[0].Story = fd.Lines
+	return writePage(out, d, runs)
 }
 
 // writeMatrixPage writes the page of a played matrix of nSteps steps, played at played, to out.
