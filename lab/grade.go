@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -37,8 +38,9 @@ import (
 // learner is the learner's step when this binary was built with their package laid over it;
 // nil in the lab as shipped. learnerDir is that package's folder, absolute.
 var (
-	learner    *steps.Step
-	learnerDir string
+	learner       *steps.Step
+	learnerDir    string
+	learnerShared []string // its package-level state shared by every buyer, in words (registerLearner)
 )
 
 // isLearner tells whether st is the learner's own lock: a step with no row of the matrix, whose
@@ -48,11 +50,13 @@ func isLearner(st *steps.Step) bool { return learner != nil && st == learner }
 // registerLearner is what the overlaid file calls from its init: it makes the learner's package a
 // step of this binary's catalog, a side road at the end of the picker. order nil means the
 // package has no Order: steps.DefaultOrder (step 03's try/finally handler) places its orders.
-// src nil means it exports no Source: the code pane reads its folder. Hazard: it changes
+// src nil means it exports no Source: the code pane reads its folder. shared is what its
+// package-level state every simulated buyer shares says (grading.Shared), a line each: the picker
+// says it under the lock, and the arena above its lanes (its claim). Hazard: it changes
 // catalog.Steps, which every command of this binary iterates — only a lab built by grade may
 // call it.
 func registerLearner(dir, slug string, nodes int, newFn func(steps.Proc) steps.Locker,
-	order func(context.Context, steps.Locker, steps.Shop) error, src fs.FS) {
+	order func(context.Context, steps.Locker, steps.Shop) error, src fs.FS, shared []string) {
 	if order == nil {
 		order = steps.DefaultOrder
 	}
@@ -69,6 +73,10 @@ func registerLearner(dir, slug string, nodes int, newFn func(steps.Proc) steps.L
 		Hint:    "Inject each fault into the holder, or grade it headless.",
 		Lesson:  "The referee's sentence above says what happened; below, the steps of the line that clear it.",
 		New:     newFn, Order: order, Source: src,
+	}
+	learnerShared = shared
+	for _, s := range slices.Backward(shared) {
+		learner.Claim = "Note: " + s + ". " + learner.Claim
 	}
 	learnerDir = dir
 	catalog.Steps = append(catalog.Steps, learner)

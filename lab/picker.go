@@ -69,6 +69,11 @@ func (p *picker) View() string {
 	if st.BreakWith != "" {
 		detail = append(detail, wrap(sWarn.Render(fmt.Sprintf("Try: %s  (b plays %q)", st.Hint, st.BreakWith)), w)...)
 	}
+	if isLearner(st) {
+		for _, n := range learnerShared {
+			detail = append(detail, wrap(sWarn.Render("Note: "+n+"."), w)...)
+		}
+	}
 	if s.msg != "" {
 		m := wrap(sWarn.Render(oneLine(s.msg)), w)
 		detail = append(detail, m[:min(len(m), 2)]...)

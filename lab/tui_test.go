@@ -6,16 +6,20 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
 	"github.com/muesli/termenv"
 	"go.uber.org/goleak"
 )
@@ -286,5 +290,34 @@ func TestEscFromTheCodePane(t *testing.T) {
 	press(m, "esc")
 	if m.scr != scrArena || m.ar == nil {
 		t.Fatalf("arena → code → esc: screen %d", m.scr)
+	}
+}
+
+// TestLearnerSharedStateSaid: a learner's lock with package-level state every simulated buyer
+// shares (grading.Shared) is said so in the terminal lab: under the lock in the picker, and above
+// the arena's lanes, as grade says it in the terminal and on the page.
+func TestLearnerSharedStateSaid(t *testing.T) {
+	base, err := catalog.Find("09")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := slices.Clone(catalog.Steps)
+	defer func() { catalog.Steps, learner, learnerDir, learnerShared = saved, nil, "", nil }()
+	say := "package-level `holds` (written by Locker.Lock) is shared by every buyer here; in a deployment each process has its own — keep per-process state in the Locker"
+	registerLearner(filepath.Join("..", "steps", base.Slug), "steps/mine", 1, base.New, base.Order, nil, []string{say})
+	m := newModel(tuiOptions{offline: true})
+	defer m.shutdown()
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	press(m, "end")
+	if m.steps[m.cur] != learner {
+		t.Fatalf("end: %s, not the learner's lock", m.steps[m.cur].Slug)
+	}
+	flat := func(s string) string { return strings.Join(strings.Fields(ansi.Strip(s)), " ") }
+	if v := flat(m.View()); !strings.Contains(v, "Note: package-level `holds` (written by Locker.Lock) is shared by every buyer here") {
+		t.Errorf("the picker does not say the shared state:\n%s", m.View())
+	}
+	press(m, "enter")
+	if v := flat(m.View()); !strings.Contains(v, "Note: package-level `holds`") {
+		t.Errorf("the arena does not say the shared state:\n%s", m.View())
 	}
 }

@@ -40,9 +40,18 @@ package main
 import yourlock %q
 
 func init() {
-	registerLearner(%q, %q, %d, yourlock.New, %s, %s)
+	registerLearner(%q, %q, %d, yourlock.New, %s, %s, %#v)
 }
-`, p.ImportPath, p.Abs, p.Rel, nodes, order, src)}
+`, p.ImportPath, p.Abs, p.Rel, nodes, order, src, sharedSays(p.Shared))}
+}
+
+// sharedSays is what each of shared says, a line each (nil: none).
+func sharedSays(shared []Shared) []string {
+	var out []string
+	for _, s := range shared {
+		out = append(out, s.Says())
+	}
+	return out
 }
 
 // GraderOverlay hands p's package to internal/matrix's TestGrade, for grade.
