@@ -292,7 +292,7 @@ func (f *fleet) Strangers(ctx context.Context) []string {
 			case "NULL", "client|list", "hello", "client|setinfo", "client|setname", "ping", "info", "auth", "select":
 				continue
 			}
-			switch lab, closed := claimedAddr(fields["addr"]); {
+			switch lab, closed := claimedAddr(fields["addr"], fields["laddr"]); {
 			case lab:
 			case closed:
 				suspects[fields["id"]] = fields

@@ -193,31 +193,39 @@ func isClosed(c chan struct{}) bool {
 
 // Claim marks c as a connection the lab handed out: a process's hook, or the lab's own client,
 // claims each connection it dials. What an unclaimed connection of the embedded backend sends is
-// counted (Embedded.Strangers); a TCP connection's local address is remembered, so a server's
-// CLIENT LIST can tell the lab's clients from others (see fleet's Strangers), for as long as the
+// counted (Embedded.Strangers); a TCP connection's two ends are remembered, so a server's CLIENT
+// LIST can tell the lab's clients from others (see fleet's Strangers), for as long as the
 // connection is open. Hazard: a hook that forgets to claim makes its process a stranger.
 func Claim(c net.Conn) {
 	switch c := c.(type) {
 	case *memConn:
 		c.claimed.Store(true)
 	default:
-		if a := c.LocalAddr(); a != nil {
-			claimedAddrs.Store(a.String(), c)
+		if l, r := c.LocalAddr(), c.RemoteAddr(); l != nil && r != nil {
+			claimedAddrs.Store(claimKey{l.String(), r.String()}, c)
 		}
 	}
 }
 
-// claimedAddrs holds the claimed TCP connections by local address.
+// claimKey is a claimed TCP connection's local address and the address it is connected to.
+// Hazard: the kernel gives one local port to connections to different servers at once, so the
+// local address alone named a live connection of the lab's after another of its connections, on
+// the same port to another server, had closed: a stranger, in CI's server and Sentinel stages.
+type claimKey struct{ local, remote string }
+
+// claimedAddrs holds the claimed TCP connections by their two ends.
 var claimedAddrs sync.Map
 
-// claimedAddr reports whether addr is the local address of a claimed connection that is still
-// open (lab), and whether it was one that is closed now (closed). A closed one is forgotten: the
-// kernel gives its port to the next connection, which may be a stranger's (in one test process
-// that ran many backends, a stranger was taken for the lab's in 4 of 10 runs while closed claims
-// were kept). Hazard: a server may list a connection the lab has just closed, its FIN not read
-// yet; a caller asks the server again before it calls that one a stranger (see fleet's Strangers).
-func claimedAddr(addr string) (lab, closed bool) {
-	v, ok := claimedAddrs.Load(addr)
+// claimedAddr reports whether addr, connected to laddr (a server's CLIENT LIST: a client's addr
+// and laddr), is a claimed connection that is still open (lab), and whether it was one that is
+// closed now (closed). A closed one is forgotten: the kernel gives its port to the next
+// connection, which may be a stranger's (in one test process that ran many backends, a stranger
+// was taken for the lab's in 4 of 10 runs while closed claims were kept). Hazard: a server may
+// list a connection the lab has just closed, its FIN not read yet; a caller asks the server again
+// before it calls that one a stranger (see fleet's Strangers).
+func claimedAddr(addr, laddr string) (lab, closed bool) {
+	k := claimKey{addr, laddr}
+	v, ok := claimedAddrs.Load(k)
 	if !ok {
 		return false, false
 	}
@@ -227,7 +235,7 @@ func claimedAddr(addr string) (lab, closed bool) {
 			err = rc.Control(func(uintptr) {})
 		}
 		if err != nil { // closed
-			claimedAddrs.CompareAndDelete(addr, v)
+			claimedAddrs.CompareAndDelete(k, v)
 			return false, true
 		}
 	}
