@@ -183,12 +183,13 @@ func (r *Referee) freed(at, due time.Duration) {
 }
 
 // waitedAcross reports whether an order waited across the gap from to until: it had begun by
-// from, and had neither read the stock nor ended by until. An order that gave up in the gap (a
-// Lock that tries once and says no) was turned away, not kept waiting: its buyer's pause before
-// the next order is the shop's, not the lock's.
+// from, and had neither read the stock nor ended by until, nor is it at its own work now (busy,
+// not waiting, as starved counts it). An order that gave up in the gap (a Lock that tries once
+// and says no) was turned away, not kept waiting: its buyer's pause before the next order is the
+// shop's, not the lock's.
 func (r *Referee) waitedAcross(from, until time.Duration) bool {
 	for _, o := range r.ranked {
-		if o.began <= from && !(o.ended && o.endedAt <= until) && !(o.firstRead >= 0 && o.firstRead <= until) {
+		if o.began <= from && !o.working && !(o.ended && o.endedAt <= until) && !(o.firstRead >= 0 && o.firstRead <= until) {
 			return true
 		}
 	}

@@ -276,6 +276,18 @@ func TestJudgeWrittenHistories(t *testing.T) {
 				t.Errorf("%+v", r.Starvations)
 			}
 		}},
+		{"an order at its own work while the lock sits free is busy, not waiting: not idle", func(b *hb) {
+			b.h.Stock = 4
+			b.begin(9, 9).work(9) // works the whole run and never asks for the lock
+			for i, o := range []int{1, 2, 3, 4} {
+				b.at = time.Duration(i) * 100 * msec
+				b.begin(o, o).lock(o, true, b.set(o, k, "", "v", -1)).read(o, 4-i).write(o, 3-i).unlock(o, b.del(o, k, "v")).end(o, "")
+			}
+		}, kinds(), func(t *testing.T, r *Report) {
+			if r.IdleShare != 0 || r.WaitedReleases != 0 {
+				t.Errorf("idle %.2f after %d of %d releases", r.IdleShare, r.IdleReleases, r.WaitedReleases)
+			}
+		}},
 		{"a lock that sits free while an order waits is idle", func(b *hb) {
 			b.h.Stock = 4
 			b.begin(9, 9) // a waiter for the whole run, that never gets in
