@@ -211,11 +211,14 @@ func (a *Arena) addBuyer() *process {
 }
 
 // order runs one order of p through the step's handler and records it.
-func (a *Arena) order(ctx context.Context, p *process, hold Wait, atLeast time.Duration) error {
+func (a *Arena) order(ctx context.Context, p *process, pl orderPlan) error {
 	a.mu.Lock()
 	a.nextOrder++
 	p.orders++
-	o := &order{id: a.nextOrder, p: p, k: p.orders, hold: hold, atLeast: atLeast}
+	o := &order{id: a.nextOrder, p: p, k: p.orders, hold: pl.hold, atLeast: min(pl.atLeast, a.holdCap()), holdFor: a.holdCap()}
+	if pl.holdFor > 0 {
+		o.holdFor = min(pl.holdFor, a.holdCap())
+	}
 	for _, st := range p.holds {
 		if st.k == o.k {
 			o.hold = st.w

@@ -148,7 +148,7 @@ func (l *Live) run(b *liveBuyer, i int) {
 			continue
 		}
 		octx, ocancel := context.WithTimeout(l.ctx, 20*t.TTL)
-		err := l.a.order(octx, p, nil, 0)
+		err := l.a.order(octx, p, orderPlan{})
 		ocancel()
 		think := 2 * t.Work
 		if errors.Is(err, steps.ErrBusy) {

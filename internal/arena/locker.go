@@ -19,6 +19,7 @@ type order struct {
 	faulted bool          // the arena's own fault failed its work (guarded by the arena's mu)
 	hold    Wait          // when not nil, the order stays inside after its work until it closes (guarded by the arena's mu)
 	atLeast time.Duration // its work lasts at least this long
+	holdFor time.Duration // from its work's start, how long hold may keep it inside
 }
 
 // callKind tells a Lock call from an Unlock call.

@@ -178,7 +178,7 @@ func (s *shop) Work(ctx context.Context) error {
 		var until time.Time
 		var holdC Wait
 		hold := a.holdOf(s.o)
-		switch holdUntil := start.Add(a.holdCap()); {
+		switch holdUntil := start.Add(s.o.holdFor); {
 		case time.Now().Before(end):
 			until = end
 		case hold != nil && time.Now().Before(holdUntil):
@@ -203,6 +203,9 @@ func (s *shop) Work(ctx context.Context) error {
 			// so the overlap it was held for is wide enough to see.
 			a.unhold(s.o)
 			end = time.Now().Add(a.t.Work)
+			if cap := start.Add(s.o.holdFor); s.o.holdFor < a.holdCap() && end.After(cap) {
+				end = cap
+			}
 		case <-p.poke:
 		case <-p.dead:
 			t.Stop()

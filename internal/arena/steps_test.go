@@ -46,7 +46,7 @@ func TestUnlockOutlivesTheRequest(t *testing.T) {
 				defer stage.Close()
 				stage.actor(p.n).SlowWork()
 				done := make(chan error, 1)
-				go func() { done <- a.order(ctx, p, nil, 0) }()
+				go func() { done <- a.order(ctx, p, orderPlan{}) }()
 				for a.Holder() != p.n {
 					time.Sleep(time.Millisecond)
 				}
