@@ -17,6 +17,7 @@ func (r *Referee) call(rec history.Record) {
 	if !rec.End {
 		if o := r.orders[rec.Order]; o != nil && lock {
 			o.working = false // its work is over: from here it waits for the lock
+			o.waitAgain()
 		}
 		r.calls[rec.Call] = &rcall{id: rec.Call, buyer: rec.Buyer, order: rec.Order, lock: lock, began: rec.At,
 			wrote: map[nodeKey]bool{}, created: map[nodeKey]bool{}, named: map[nodeKey]bool{}}
@@ -40,6 +41,10 @@ func (r *Referee) call(rec history.Record) {
 		return
 	}
 	r.granted++
+	if o != nil {
+		o.granted = true
+		o.gotIn(rec.At)
+	}
 	// The hold: what this call wrote and still holds; or, holding nothing of its own, what was
 	// written for it during the call by another process, among the keys it named (a hand-over).
 	keys := map[nodeKey]bool{}
@@ -183,13 +188,13 @@ func (r *Referee) freed(at, due time.Duration) {
 }
 
 // waitedAcross reports whether an order waited across the gap from to until: it had begun by
-// from, and had neither read the stock nor ended by until, nor is it at its own work now (busy,
+// from, and had neither got in nor ended by until, nor is it at its own work now (busy,
 // not waiting, as starved counts it). An order that gave up in the gap (a Lock that tries once
 // and says no) was turned away, not kept waiting: its buyer's pause before the next order is the
 // shop's, not the lock's.
 func (r *Referee) waitedAcross(from, until time.Duration) bool {
 	for _, o := range r.ranked {
-		if o.began <= from && !o.working && !(o.ended && o.endedAt <= until) && !(o.firstRead >= 0 && o.firstRead <= until) {
+		if o.began <= from && !o.working && !(o.ended && o.endedAt <= until) && !(o.in >= 0 && o.in <= until) {
 			return true
 		}
 	}

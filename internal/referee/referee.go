@@ -102,16 +102,23 @@ type rorder struct {
 	rank         int
 	began        time.Duration
 	reads        []stockOp // every stock read, in the inventory's order
-	firstRead    time.Duration
-	firstSeq     int64 // the inventory's number of its first read
-	wrote        bool  // it attempted a write (accepted or refused)
-	inside       bool  // it has read and not yet written, nor ended
-	confirmed    int
-	ended        bool
-	endedAt      time.Duration
-	waited       bool         // a command of its Lock found the lock held by another
-	working      bool         // its work began, and no Lock call or stock operation of it has followed yet
-	unpassed     map[int]bool // orders that began while it worked: they asked while it did not wait
+	// in is when it got in: its Lock call returned holding, or, with no Lock call granted yet,
+	// it touched the stock (a lock-free sale); -1 while it waits. A Lock call begun before any
+	// was granted sends it back to waiting: a read before Lock (a peek, a stale count) is no
+	// entry. entry is the inventory's number of its first stock operation since in (0: none
+	// yet): the order in which orders got in, as the inventory saw them.
+	in        time.Duration
+	entry     int64
+	granted   bool // a Lock call of it returned holding
+	starved   bool // its starvation is counted
+	wrote     bool // it attempted a write (accepted or refused)
+	inside    bool // it has read and not yet written, nor ended
+	confirmed int
+	ended     bool
+	endedAt   time.Duration
+	waited    bool         // a command of its Lock found the lock held by another
+	working   bool         // its work began, and no Lock call or stock operation of it has followed yet
+	unpassed  map[int]bool // orders that began while it worked: they asked while it did not wait
 }
 
 type stockOp struct {
@@ -369,6 +376,12 @@ func (r *Referee) Inside() int {
 
 // Shelf is the stock as last written.
 func (r *Referee) Shelf() int { return r.shelf }
+
+// SoldOut reports whether the shop is done selling: the stock as last written is gone, or as
+// many orders were confirmed as there were units. Hazard: the shelf alone never empties under a
+// handler that writes a stale count (read before its Lock): sales go on past the stock, and a
+// scenario that orders until the shelf is empty runs to its deadline, with no verdict.
+func (r *Referee) SoldOut() bool { return r.shelf <= 0 || r.confirmed >= r.h.Stock }
 
 // HoldKeys is the keys (on node node) of buyer's active hold: what its Lock wrote and still holds.
 func (r *Referee) HoldKeys(buyer int) map[int][]string {

@@ -300,6 +300,22 @@ func TestJudgeWrittenHistories(t *testing.T) {
 				t.Errorf("idle %.2f after %d of %d releases", r.IdleShare, r.IdleReleases, r.WaitedReleases)
 			}
 		}},
+		{"an order that read the stock before its Lock waits in that Lock: a read before Lock is no entry", func(b *hb) {
+			b.h.Stock = 4
+			b.begin(9, 9).read(9, 4) // a peek, or a stale count, then a Lock that never returns
+			b.add(history.Record{Kind: history.RecCall, What: history.CallLock, Buyer: 9, Order: 9, Call: 99})
+			for i, o := range []int{1, 2, 3, 4} {
+				b.at = time.Duration(i) * 100 * msec
+				b.begin(o, o).lock(o, true, b.set(o, k, "", "v", -1)).read(o, 4-i).write(o, 3-i).unlock(o, b.del(o, k, "v")).end(o, "")
+			}
+		}, kinds(vocab.Starved, vocab.Idle), func(t *testing.T, r *Report) {
+			if r.IdleShare < 0.5 || r.IdleReleases != 3 {
+				t.Errorf("idle %.2f after %d of %d releases", r.IdleShare, r.IdleReleases, r.WaitedReleases)
+			}
+			if len(r.Starvations) != 1 || r.Starvations[0].Buyer != 9 {
+				t.Errorf("starvations %+v, want buyer 9's", r.Starvations)
+			}
+		}},
 		{"an order that gives up while the lock sits free was turned away, not kept waiting: not idle", func(b *hb) {
 			b.h.Stock = 4
 			for i, o := range []int{1, 2, 3, 4} {

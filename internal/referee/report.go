@@ -205,7 +205,7 @@ func (r *Referee) Report() *Report {
 func (r *Referee) starvations() []Starve {
 	out := slices.Clone(r.starved)
 	for _, o := range r.ranked {
-		if o.waiting() {
+		if o.waiting() && !o.starved {
 			if n := r.passes(o); n >= vocab.StarveLimit {
 				out = append(out, Starve{Buyer: o.buyer, Passed: n, At: r.h.Records[len(r.h.Records)-1].At})
 			}

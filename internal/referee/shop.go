@@ -13,9 +13,9 @@ import (
 // remained), and starved (an order passed by StarveLimit orders that began after it).
 
 func (r *Referee) orderBegan(rec history.Record) {
-	o := &rorder{id: rec.Order, buyer: rec.Buyer, k: rec.K, rank: len(r.ranked), began: rec.At, firstRead: -1}
+	o := &rorder{id: rec.Order, buyer: rec.Buyer, k: rec.K, rank: len(r.ranked), began: rec.At, in: -1}
 	for _, w := range r.ranked {
-		if w.working && w.firstRead < 0 && !w.ended {
+		if w.working && w.in < 0 && !w.ended {
 			if w.unpassed == nil {
 				w.unpassed = map[int]bool{}
 			}
@@ -46,7 +46,7 @@ func (r *Referee) orderEnded(rec history.Record) {
 		o.inside = false
 		r.say(Event{At: rec.At, Kind: EvExit, Buyer: o.buyer, Order: o.k})
 	}
-	if o.firstRead < 0 {
+	if o.entry == 0 {
 		r.passedBy(o, rec.At)
 	}
 	// Units remained as far as the order could tell: what its last read saw, or, without one,
@@ -64,8 +64,23 @@ func (r *Referee) orderEnded(rec history.Record) {
 	r.say(Event{At: rec.At, Kind: EvDone, Buyer: o.buyer, Order: o.k, Sold: o.confirmed > 0, Err: rec.Err})
 }
 
-// waiting reports whether o was waiting at the moment: begun, no read yet, not ended.
-func (o *rorder) waiting() bool { return !o.ended && o.firstRead < 0 }
+// waiting reports whether o was waiting at the moment: begun, not in yet, not ended.
+func (o *rorder) waiting() bool { return !o.ended && o.in < 0 }
+
+// waitAgain sends o back to waiting as a Lock call of it begins, unless one was granted: what it
+// did before (a read of the stock) was no entry.
+func (o *rorder) waitAgain() {
+	if !o.granted {
+		o.in, o.entry = -1, 0
+	}
+}
+
+// gotIn notes that o got in at at (a granted Lock call, or a stock operation while it held none).
+func (o *rorder) gotIn(at time.Duration) {
+	if o.in < 0 {
+		o.in = at
+	}
+}
 
 func (r *Referee) stockOp(rec history.Record) {
 	o := r.orders[rec.Order]
@@ -74,6 +89,11 @@ func (r *Referee) stockOp(rec history.Record) {
 	}
 	o.working = false
 	op := stockOp{seq: rec.Seq, at: rec.At, stock: rec.Stock, token: rec.Token}
+	o.gotIn(rec.At)
+	if o.entry == 0 {
+		o.entry = rec.Seq
+		r.passedBy(o, rec.At)
+	}
 	if rec.Buyer > 0 {
 		r.commands++ // each shop operation is one command
 	}
@@ -97,36 +117,32 @@ func (r *Referee) stockOp(rec history.Record) {
 }
 
 func (r *Referee) read(o *rorder, op stockOp) {
-	first := o.firstRead < 0
 	o.reads = append(o.reads, op)
-	if first {
-		o.firstRead, o.firstSeq = op.at, op.seq
-		r.passedBy(o, op.at)
-	}
 	o.inside = true
 	r.say(Event{At: op.at, Kind: EvEnter, Buyer: o.buyer, Order: o.k, Stock: op.stock, Token: op.token})
 }
 
-// passedBy counts, once o's wait is over (its first read, or its end without one), the orders
-// that began after it and read first, in the inventory's order: more than StarveLimit, and it
-// starved. A process's own orders do not pass it.
+// passedBy counts, once o's wait is over (its first stock operation since it got in, or its end
+// without one), the orders that began after it and got in first, in the inventory's order: more
+// than StarveLimit, and it starved. A process's own orders do not pass it.
 func (r *Referee) passedBy(o *rorder, at time.Duration) {
 	n := r.passes(o)
-	if n < vocab.StarveLimit {
+	if n < vocab.StarveLimit || o.starved {
 		return
 	}
+	o.starved = true
 	s := Starve{Buyer: o.buyer, Passed: n, At: at}
 	r.starved = append(r.starved, s)
 	r.announce(at, vocab.Starved, s.String(), s.Buyer)
 }
 
-// passes counts the orders that began after o, while o was not at its own work, and read first,
-// in the inventory's order. Hazard: an order that does its work before anything else (a lock-free
+// passes counts the orders that began after o, while o was not at its own work, and got in
+// first, in the inventory's order. Hazard: an order that does its work before anything else (a lock-free
 // sale, step 17) is busy, not waiting; counting those that began meanwhile called it starved.
 func (r *Referee) passes(o *rorder) int {
 	n := 0
 	for _, x := range r.ranked[o.rank+1:] {
-		if x.buyer != o.buyer && !o.unpassed[x.id] && x.firstRead >= 0 && (o.firstRead < 0 || x.firstSeq < o.firstSeq) {
+		if x.buyer != o.buyer && !o.unpassed[x.id] && x.entry > 0 && (o.entry == 0 || x.entry < o.entry) {
 			n++
 		}
 	}
