@@ -292,6 +292,13 @@ func (a *Arena) Shelf() int {
 	return a.ref.Shelf()
 }
 
+// SoldOut reports whether buyers should stop ordering (referee.SoldOut).
+func (a *Arena) SoldOut() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ref.SoldOut()
+}
+
 // History is the run so far, as data.
 func (a *Arena) History() *history.History {
 	a.mu.Lock()

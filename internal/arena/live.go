@@ -141,7 +141,7 @@ func (l *Live) run(b *liveBuyer, i int) {
 			}
 			continue
 		}
-		if l.a.Shelf() <= 0 {
+		if l.a.SoldOut() {
 			if p.sleep(ctx, t.TTL) != nil {
 				return
 			}

@@ -206,7 +206,7 @@ func (b *Actor) Order(opts ...OrderOption) {
 	b.s.run(b, func(ctx context.Context) { b.order(ctx, pl) })
 }
 
-// KeepOrdering orders again and again while stock remains, one Work apart, as a shopper does; a
+// KeepOrdering orders again and again until the shop is sold out (Arena.SoldOut), one Work apart, as a shopper does; a
 // greedy buyer orders again the instant its order returns. Hazard: without the pause a buyer that
 // has just released takes the lock back before a waiter asleep in a back-off wakes, so the only
 // idle gaps left are those after the last sale, a handful whose length is luck (step 10 under
@@ -223,7 +223,7 @@ func (b *Actor) KeepOrdering(opts ...OrderOption) {
 		}
 		for {
 			b.order(ctx, pl)
-			if b.p.isDead() || ctx.Err() != nil || b.s.a.Shelf() <= 0 {
+			if b.p.isDead() || ctx.Err() != nil || b.s.a.SoldOut() {
 				return
 			}
 			// After a sale, a refusal, or whatever error value the step chose for one.

@@ -225,6 +225,31 @@ var (
 		}
 		return err
 	}
+	// reads the stock before it takes the lock, and writes one less than what it read: under
+	// the lock, but from a read taken outside it.
+	orderStaleRead = func(ctx context.Context, l steps.Locker, s steps.Shop) error {
+		n, err := s.Stock(ctx)
+		if err != nil || n <= 0 {
+			return errors.Join(err, steps.ErrSoldOut)
+		}
+		key := s.LockKey()
+		ok, err := l.Lock(ctx, key)
+		if err != nil || !ok {
+			return errors.Join(err, steps.ErrBusy)
+		}
+		defer l.Unlock(context.WithoutCancel(ctx), key)
+		if err := s.Work(ctx); err != nil {
+			return err
+		}
+		return s.SetStock(ctx, n-1)
+	}
+	// a refusal returned as no error at all: "no lock, no sale, nothing went wrong".
+	orderRefusalNil = func(ctx context.Context, l steps.Locker, s steps.Shop) error {
+		if err := orderDefer(ctx, l, s); !errors.Is(err, steps.ErrBusy) {
+			return err
+		}
+		return nil
+	}
 	// 10: unlocks before the stock write.
 	orderUnlockFirst = func(ctx context.Context, l steps.Locker, s steps.Shop) error {
 		key := s.LockKey()

@@ -160,6 +160,15 @@ func round3Cases() []learnerCase {
 			{steps.UnlockRace, nil, ""}}, false},
 		{"4. released by FLUSHDB", newLearner(flushdb), orderDefer, []cell{
 			{steps.UnlockRace, []steps.Kind{steps.ForeignRelease}, ""}}, false},
+		// a waiter is an order whose Lock has not been granted, whatever it read before
+		{"7. a back-off lock whose handler reads the stock before Lock, under load", newLearner(backOff), orderStaleRead, []cell{
+			{steps.Load, []steps.Kind{steps.Idle}, ""}}, false},
+		{"7. …the control: the same lock, the read under it", newLearner(backOff), orderDefer, []cell{
+			{steps.Load, []steps.Kind{steps.Idle}, ""}}, false},
+		{"7. a handler whose refusal is no error, under load", newLearner(), orderRefusalNil, []cell{
+			{steps.Load, nil, ""}}, false},
+		{"7. …the control: the refusal as ErrBusy", newLearner(), orderDefer, []cell{
+			{steps.Load, nil, ""}}, false},
 		{"a Locker that lies, under load", newLearner(liar), orderDefer, []cell{
 			{steps.Load, nil, "none wrote a key of the run"}, {steps.Greedy, nil, "never released a lock its Lock wrote"}}, false},
 	}
