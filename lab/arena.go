@@ -56,6 +56,9 @@ type board struct {
 	// holder's Unlock), and plays how many it played, once it is done
 	play, plays int
 
+	// prog is the found program whose recorded run this is (lab -program, program.go); nil else
+	prog *replay
+
 	// a canned run's outcome
 	done bool
 	rep  *referee.Report

@@ -92,10 +92,14 @@ func (p *arenaPane) View() string {
 	if rew != nil {
 		lesson = nil // read already; leaving rewind brings it back
 	}
+	var story []string // a found program in words, in sight all the while it plays and is rewound
+	if a.prog != nil {
+		story = a.prog.storyLines(w)
+	}
 	nodes := a.nodeLines(w)
 	foot := p.footer(w)
 	topoNeeded := (a.armed || a.failedOver) && !a.multi()
-	free := h - len(foot) - len(status) - 2 - 2 - len(a.nodeLanes) - len(inv) - len(lesson) - len(rew) // shop, lock; ruler, lock lanes
+	free := h - len(foot) - len(status) - 2 - 2 - len(a.nodeLanes) - len(inv) - len(lesson) - len(rew) - len(story) // shop, lock; ruler, lock lanes
 	if topoNeeded {
 		free--
 	}
@@ -138,6 +142,7 @@ func (p *arenaPane) View() string {
 		out = append(out, claim...)
 	}
 	out = append(out, status...)
+	out = append(out, story...)
 	out = append(out, a.shopLine(w), a.lockLine(w))
 	out = append(out, nodes...)
 	if showTopo {
@@ -202,6 +207,8 @@ func (a *board) named() []int {
 func (p *arenaPane) mode() string {
 	a, s := p.s.ar, p.s
 	switch {
+	case a.prog != nil:
+		return a.prog.mode(a.done)
 	case a.scenario != "" && a.done && a.plays > 1:
 		return fmt.Sprintf("scenario %s, finished: play %d of %d (each gap of the holder's Unlock in a play of its own; the verdict is every play's)", a.scenario, a.play, a.plays)
 	case a.scenario != "" && a.done:
@@ -229,6 +236,9 @@ func (p *arenaPane) lessonLines(w int) []string {
 	if a.err != nil {
 		l := wrap(sBad.Render("the scenario could not run: ")+oneLine(a.err.Error()), w)
 		return l[:min(len(l), 3)]
+	}
+	if a.prog != nil {
+		return a.prog.lessonLines(st, a.rep, w)
 	}
 	h := s.handoff
 	switch {

@@ -102,6 +102,9 @@ func (m *model) setSpeed(to float64, slower bool) tea.Cmd {
 	}
 	m.slow = to
 	m.msg = fmt.Sprintf("speed: %s — the arena restarts at that pace", speedText(m.slow))
+	if m.ar != nil && m.ar.prog != nil { // a found program: its run again, at the new pace
+		return m.playProgram(m.ar.prog.program)
+	}
 	if m.ar != nil && m.ar.scenario != "" {
 		m.msg = fmt.Sprintf("speed: %s — press b to replay, r for live buyers", speedText(m.slow))
 		return nil

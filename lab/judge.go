@@ -198,7 +198,7 @@ func judgeCmd(args []string, stdout, stderr io.Writer) error {
 			c.Unjudged, c.Why = rep.Unjudged, rep.Why()
 			incomplete = append(incomplete, r.Step+" × "+r.Scenario)
 		}
-		if r.Violations != nil && (!slices.Equal(orNone(r.Violations), orNone(rep.Violations)) || !slices.Equal(orNone(r.Unjudged), orNone(rep.Unjudged))) {
+		if differs(r, rep) {
 			differ = append(differ, fmt.Sprintf("%s × %s: played %s, judged again %s", r.Step, r.Scenario, verdictWords(r.Violations, r.Unjudged), verdictWords(rep.Violations, rep.Unjudged)))
 		}
 		cells = append(cells, c)
@@ -234,6 +234,12 @@ func judgeCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s no verdict", course.Count(len(incomplete), "run has", "runs have"))
 	}
 	return nil
+}
+
+// differs tells whether rep, run r judged again, has another verdict than the one r earned when
+// it was played. A run saved without its verdict (a bare history) differs from none.
+func differs(r savedRun, rep *referee.Report) bool {
+	return r.Violations != nil && (!slices.Equal(orNone(r.Violations), orNone(rep.Violations)) || !slices.Equal(orNone(r.Unjudged), orNone(rep.Unjudged)))
 }
 
 func orNone(k []steps.Kind) []steps.Kind {

@@ -10,6 +10,7 @@
 //	go run ./lab grade steps/mine                 your own lock against every scenario (see grade.go)
 //	go run ./lab explore 13                       random programs of faults until one breaks it, shrunk
 //	go run ./lab -dir steps/mine                  the terminal lab, your lock as the picker's last line
+//	go run ./lab -program found.json              the terminal lab on a program explore -save found
 //	go run ./lab class alice.json bob.json        a room's saved grades in one table (grade -name -save)
 package main
 

@@ -57,13 +57,17 @@ func (a *board) lockLine(w int) string {
 	var parts []string
 	st := a.lk.st
 	switch {
-	case a.rw != nil:
-		s := a.hist.at(a.rw.at)
+	case a.rw != nil, a.prog != nil && !a.done:
+		// a replayed program has no Redis to read: the lock is as its events tell it
+		s, where := snap{ev: referee.Event{At: a.now}, owner: a.owner, nodes: a.nodes}, "as the run tells it: "
+		if a.rw != nil {
+			s, where = a.hist.at(a.rw.at), "at the cursor: "
+		}
 		nv := s.nodes[0]
 		if s.owner == 0 {
-			return ansi.Truncate(head+"at the cursor: free"+sDim.Render(" · key "+a.lockKey), w, "…")
+			return ansi.Truncate(head+where+"free"+sDim.Render(" · key "+a.lockKey), w, "…")
 		}
-		return ansi.Truncate(head+fmt.Sprintf("at the cursor: owner buyer %d · %s", s.owner, a.ttlLeft(nv, s.ev.At))+
+		return ansi.Truncate(head+fmt.Sprintf("%sowner buyer %d · %s", where, s.owner, a.ttlLeft(nv, s.ev.At))+
 			sDim.Render(" · key "+a.lockKey), w, "…")
 	case a.done && a.rep != nil && a.rep.Stuck:
 		return ansi.Truncate(head+sWarn.Render(fmt.Sprintf("run over: buyer %d still holds it while units remain (stuck)", a.rep.StuckOwner)), w, "…")

@@ -30,6 +30,8 @@ type session struct {
 	ctx    context.Context    // a search's: cancel ends it
 	wg     sync.WaitGroup     // a search's scenario under way
 	start  time.Time
+	// pace, for a program's replay, is wall time per recorded time: now is the recorded clock
+	pace float64
 
 	// a canned run's arena, from arena.Config.OnArena until arena.Run returns: the lock is read
 	// from it as a live session's is. Hazard: never kept past the run (OnArena's rule); mu
@@ -92,6 +94,9 @@ func (s *session) stop() {
 func (s *session) now() time.Duration {
 	if s.live != nil {
 		return s.live.Arena().Since()
+	}
+	if s.pace > 0 {
+		return time.Duration(float64(time.Since(s.start)) / s.pace)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -296,6 +301,10 @@ func (m *model) finishBreak(rep *referee.Report, err error) {
 		m.ar.plays = rep.Plays
 	}
 	m.ar.finish(rep, err)
+	if p := m.ar.prog; p != nil { // an explored program: no step's row says what clears it
+		m.msg = p.verdict(rep, err)
+		return
+	}
 	st := m.step()
 	switch {
 	case err != nil:

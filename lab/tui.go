@@ -38,15 +38,17 @@ type tuiOptions struct {
 	stock   int
 	offline bool          // tests: never open a backend
 	steps   []*steps.Step // tests: another catalog (nil: catalog.Steps)
+	program *program      // a found program to play at the start (-program), or nil
 }
 
 const maxBuyers = 50
 
 // tuiCmd opens the terminal lab.
 func tuiCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab", "lab [-redis embedded] [-speed 10] [-buyers 5] [-stock 100] [-dir steps/mine [-nodes 1]]\n\n"+
+	fs := newFlags("lab", "lab [-redis embedded] [-speed 10] [-buyers 5] [-stock 100] [-dir steps/mine [-nodes 1]] [-program FILE]\n\n"+
 		"Opens the terminal lab: pick a step, break it, read the lesson, see the fix. Press ? in the lab for\n"+
-		"every key; -dir adds your own lock's folder as the picker's last line. Headless: lab run -step 04\n"+
+		"every key; -dir adds your own lock's folder as the picker's last line; -program FILE opens it on the\n"+
+		"program lab explore -save FILE found, its run played at the lab's pace. Headless: lab run -step 04\n"+
 		"-scenario slow, lab matrix, lab list steps, lab grade steps/mine, lab explore 04, lab judge runs.json,\n"+
 		"lab class alice.json bob.json (each takes -h).", stderr)
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
@@ -54,6 +56,8 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 		"from 1 to 100; in the lab [ and ] step through 1, 2, 5, 10, 20, from any -speed to the nearest level that way")
 	buyers := fs.Int("buyers", 5, "buyers placing orders in the live arena (1…50)")
 	stock := fs.Int("stock", 100, "units on the shelf at the start and after each reset (1…1000)")
+	progFile := fs.String("program", "", "play the program lab explore -save wrote to this file: its recorded run at the lab's pace, the program in words,\n"+
+		"the referee's verdict (lab judge's); , . home end rewind it once played (a program of your lock's folder: with -dir)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -65,13 +69,20 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 	case *stock < 1 || *stock > 1000:
 		return usageError("-stock %d: want 1…1000", *stock)
 	}
+	var prog *program
+	if *progFile != "" {
+		var err error
+		if prog, err = loadProgram(*progFile, catalog.Steps); err != nil {
+			return err
+		}
+	}
 	// Fail before the screen changes if the backend cannot start.
 	env, err := redisenv.Open(*backend, redisenv.Options{})
 	if err != nil {
 		return usageError("%v", err)
 	}
 	env.Close()
-	m := newModel(tuiOptions{backend: *backend, slow: *slow, buyers: *buyers, stock: *stock})
+	m := newModel(tuiOptions{backend: *backend, slow: *slow, buyers: *buyers, stock: *stock, program: prog})
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithOutput(stdout))
 	_, err = p.Run()
 	m.shutdown()
@@ -196,8 +207,14 @@ func (m *model) resize(w, h int) {
 	}
 }
 
-// Init starts nothing: the first session starts when the learner opens the arena.
-func (m *model) Init() tea.Cmd { return nil }
+// Init starts nothing, unless the lab opens on a found program (-program): the first session
+// starts when the learner opens the arena.
+func (m *model) Init() tea.Cmd {
+	if m.opt.program != nil {
+		return m.playProgram(m.opt.program)
+	}
+	return nil
+}
 
 // Update routes one message: sizes to the panes, a session's feed and ticks to its picture,
 // keys to key, and intents to intent.

@@ -29,8 +29,11 @@ func (a *board) perOrder() float64 { return float64(a.cmds()) / float64(max(a.co
 
 // judged tells whether kind k counts in this session: a scenario judges only its own kinds.
 func (a *board) judged(k steps.Kind) bool {
-	if a.scenario == "" {
+	switch {
+	case a.scenario == "":
 		return true
+	case a.prog != nil: // no scenario of the matrix: its history says
+		return slices.Contains(a.prog.run.History.Kinds(), k)
 	}
 	return slices.Contains(scenario.Judges(a.scenario), k)
 }
