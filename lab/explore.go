@@ -151,42 +151,10 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 		}
 		return err
 	}
-	req.Out = filepath.Join(tmp, "found.json")
-	env, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(stderr, "lab: exploring %s from seed %d for %v, in virtual time…\n", what, req.Seed, req.Budget)
-	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestExplore$", "-test.count=1", "-test.timeout=0")
-	cmd.Dir = filepath.Join(root, "internal", "explore")
-	cmd.Env = append(os.Environ(), explore.Env+"="+string(env))
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	var log bytes.Buffer
-	cmd.Stdout = &log
-	progress, err := cmd.StderrPipe()
+	res, err := runExplorer(ctx, bin, filepath.Join(root, "internal", "explore"), tmp, req, what, stderr)
 	if err != nil {
 		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	showProgress(progress, &log, stderr)
-	runErr := cmd.Wait()
-	if ctx.Err() != nil {
-		return &childExit{code: 130}
-	}
-	var res explore.Result
-	b, err := os.ReadFile(req.Out)
-	if err == nil {
-		err = json.Unmarshal(b, &res)
-	}
-	switch {
-	case err == nil && res.Err != "":
-		return fmt.Errorf("%s: %s", what, res.Err)
-	case err != nil:
-		// What it wrote is the answer: a bubble it left behind may still fail the binary after.
-		return fmt.Errorf("the explorer of %s failed: %s", what, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
 	}
 	if f.save != "" && res.Found != nil {
 		if err := saveFound(f.save, res.Found); err != nil {
@@ -203,6 +171,52 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 		}
 	}
 	return printExplored(res, what, f, stdout)
+}
+
+// runExplorer runs TestExplore (explore.Serve) for req in bin, a test binary built to run it
+// (internal/explore's, or the grader grade built), in dir, its package's folder; the Result goes
+// through a file in tmp. On a terminal, one line of stderr keeps up with its progress. what names
+// the lock in an error. ctx ending (Ctrl-C, a SIGTERM) stops the binary: a childExit with status
+// 130.
+func runExplorer(ctx context.Context, bin, dir, tmp string, req explore.Request, what string, stderr io.Writer) (explore.Result, error) {
+	var res explore.Result
+	req.Out = filepath.Join(tmp, "found.json")
+	os.Remove(req.Out) // a file an earlier run wrote is not this run's
+	env, err := json.Marshal(req)
+	if err != nil {
+		return res, err
+	}
+	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestExplore$", "-test.count=1", "-test.timeout=0")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), explore.Env+"="+string(env))
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	var log bytes.Buffer
+	cmd.Stdout = &log
+	progress, err := cmd.StderrPipe()
+	if err != nil {
+		return res, err
+	}
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	showProgress(progress, &log, stderr)
+	runErr := cmd.Wait()
+	if ctx.Err() != nil {
+		return res, &childExit{code: 130}
+	}
+	b, err := os.ReadFile(req.Out)
+	if err == nil {
+		err = json.Unmarshal(b, &res)
+	}
+	switch {
+	case err == nil && res.Err != "":
+		return res, fmt.Errorf("%s: %s", what, res.Err)
+	case err != nil:
+		// What it wrote is the answer: a bubble it left behind may still fail the binary after.
+		return res, fmt.Errorf("the explorer of %s failed: %s", what, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
+	}
+	return res, nil
 }
 
 // showProgress reads the explorer's progress (a JSON line each) and, on a terminal, keeps one line

@@ -28,34 +28,14 @@ var (
 	learnerPkg string
 )
 
-// TestExplore explores for lab explore: it reads the Request in $LOCKSTEP_EXPLORE, plays its
-// programs, each in a testing/synctest bubble of its own, writes the Result to the Request's
-// file, and says where it stands on stderr, a Progress as JSON a line.
+// TestExplore explores for lab explore (explore.Serve): it reads the Request in
+// $LOCKSTEP_EXPLORE, plays its programs, each in a testing/synctest bubble of its own, writes the
+// Result to the Request's file, and says where it stands on stderr, a Progress as JSON a line.
 func TestExplore(t *testing.T) {
-	env := os.Getenv(explore.Env)
-	if env == "" {
+	if os.Getenv(explore.Env) == "" {
 		t.Skip("lab explore runs this test with $" + explore.Env + " set")
 	}
-	var req explore.Request
-	if err := json.Unmarshal([]byte(env), &req); err != nil {
-		t.Fatalf("$%s: %v", explore.Env, err)
-	}
-	st := learner
-	req.Pkg = learnerPkg
-	if req.Step != "" {
-		var err error
-		if st, err = catalog.Find(req.Step); err != nil {
-			t.Fatal(err)
-		}
-		req.Pkg = "github.com/lockstep-lab/lockstep/steps/" + st.Slug
-	}
-	if st == nil {
-		t.Fatalf("$%s names no step, and no learner's lock was laid over this package", explore.Env)
-	}
-	bubble := func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
-	enc := json.NewEncoder(os.Stderr)
-	res := explore.Explore(st, req, bubble, func(p explore.Progress) { enc.Encode(p) })
-	if err := explore.WriteResult(req.Out, res); err != nil {
+	if err := explore.Serve(learner, learnerPkg, bubble(t)); err != nil {
 		t.Fatal(err)
 	}
 }
