@@ -297,7 +297,11 @@ func printExplored(res explore.Result, what string, f exploreFlags, stdout io.Wr
 		}
 		fmt.Fprintf(stdout, "\nreplay: go run ./lab explore %s%s\n", replayArgs(what, fd.Original.Seed, f), "")
 		if f.save != "" {
-			fmt.Fprintf(stdout, "saved: %s (go run ./lab judge %s judges it again)\n", f.save, f.save)
+			dir := "" // a program of a learner's lock plays in a lab built with it
+			if _, err := catalog.Find(what); err != nil {
+				dir = "-dir " + what + " "
+			}
+			fmt.Fprintf(stdout, "saved: %s (go run ./lab judge %s judges it again; go run ./lab %s-program %s plays it in the terminal lab)\n", f.save, f.save, dir, f.save)
 		}
 		if f.html != "" {
 			fmt.Fprintf(stdout, "page: %s\n", f.html)
