@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,11 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/explore"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
@@ -98,19 +101,27 @@ type gradeFlags struct {
 	want    *grading.Target // the row the learner aims for (-want), or nil
 	name    string          // the learner's name, for lab class (-name)
 	save    string          // write the grade's runs to this file, for lab class and lab judge (-save)
+	explore time.Duration   // wall time to explore the lock after its row (-explore; 0: not at all)
 }
 
+// gradeExplores is how long grade explores after the scenarios unless -explore says otherwise.
+const gradeExplores = 30 * time.Second
+
 // gradeCmd grades the package in the folder its one argument names: every scenario, its row, a
-// sentence per violation, the way on from each break; an error (exit 1) when anything was
-// violated or not judged — or, with -want, when the row is not the target's.
+// sentence per violation, the way on from each break, then what exploring it found; an error
+// (exit 1) when anything was violated or not judged, by a scenario or an explored program — or,
+// with -want, when the row is not the target's (exploring does not move that verdict).
 func gradeCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("grade", "lab grade [-want STEP] [-name NAME -save FILE] [-nodes 1] [-redis embedded] [-json] [-html FILE] DIR\n\n"+
+	fs := newFlags("grade", "lab grade [-want STEP] [-name NAME -save FILE] [-nodes 1] [-redis embedded] [-json] [-html FILE] [-explore 30s] DIR\n\n"+
 		"Grades the lock package in DIR (a folder inside this module, e.g. steps/mine: a copy of a step,\n"+
 		"changed). It must export "+grading.WantNew+", and may export\n"+
 		grading.WantOrder+" (without it, the lab's steps.DefaultOrder places the orders).\n"+
 		"Every scenario is played against it as the matrix plays the steps, in virtual time on the\n"+
 		"embedded backend; exit 0 when nothing was violated, 1 when something was, 2 on bad input.\n"+
-		"With -want, exit 0 when the row is the target's, cell for cell, and 1 when it is not.", stderr)
+		"With -want, exit 0 when the row is the target's, cell for cell, and 1 when it is not.\n"+
+		"Then it explores the lock for 30 s more, as lab explore DIR does: random programs of faults,\n"+
+		"beyond what the scenarios stage. A break is shrunk and said in words with the command that\n"+
+		"replays it (and without -want, exit 1); -explore 0 skips it.", stderr)
 	var f gradeFlags
 	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets (Proc.Nodes): 3 for a quorum lock such as step 15's")
 	fs.StringVar(&f.backend, "redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
@@ -119,6 +130,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	want := fs.String("want", "", "the row you aim for: a step (04), then any scenario=verdict where an exercise's row is not that step's (05,unlock-race=ok; a verdict is ok, ?, or kinds joined by +)")
 	fs.StringVar(&f.name, "name", "", "your name, as lab class shows your row beside the others' (with -save or -html)")
 	fs.StringVar(&f.save, "save", "", "write the grade (every cell's run, your name) to this file, for lab class and lab judge")
+	fs.DurationVar(&f.explore, "explore", gradeExplores, "after the scenarios, explore the lock this long (wall time; random programs of faults, as lab explore plays them); 0: not at all")
 	dir, err := parseWithDir(fs, args)
 	if err != nil {
 		return err
@@ -133,6 +145,9 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.nodes < 1 || f.nodes > 9 {
 		return usageError("-nodes %d: want 1…9 lock nodes", f.nodes)
+	}
+	if f.explore < 0 {
+		return usageError("-explore %v: want a duration, e.g. 30s, or 0 not to explore", f.explore)
 	}
 	if err := redisenv.CheckName(f.backend, redisenv.Options{Nodes: f.nodes}); err != nil {
 		return usageError("%v", err)
@@ -213,14 +228,42 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 	if !f.asJSON {
 		printShared(stdout, p.Shared)
 	}
-	if f.want == nil {
-		return err
-	}
 	w := stdout
 	if f.asJSON {
 		w = stderr // stdout is the row as JSON
 	}
-	return printTarget(w, p.Rel, f.want, g.Row)
+	if f.want != nil {
+		err = printTarget(w, p.Rel, f.want, g.Row)
+	}
+	if f.explore <= 0 {
+		return err
+	}
+	broke, xerr := exploreGraded(gr, p, f, w, stderr)
+	var child *childExit
+	switch {
+	case errors.As(xerr, &child): // interrupted
+		return xerr
+	case (xerr != nil || broke != nil) && f.want == nil && err == nil: // the row was clean
+		return cmp.Or(xerr, broke)
+	case xerr != nil:
+		fmt.Fprintf(w, "Exploring stopped: %s\n", unwrapUsage(xerr))
+	}
+	return err
+}
+
+// exploreGraded explores the lock grade has just graded, from seed 1 for f.explore, in the grader
+// that graded it (one build for both), and prints what it found to w as lab explore prints it.
+// broke is the break it found, as lab explore returns it; err why exploring stopped short.
+// Hazard: the grader's context ending (Ctrl-C) is an err that is a childExit with status 130, to
+// pass on.
+func exploreGraded(gr *grader, p *grading.Pkg, f gradeFlags, w, stderr io.Writer) (broke, err error) {
+	fmt.Fprintf(w, "\nExploring %v more: random programs of faults, each in virtual time, as lab explore plays them (-explore 0 skips it)…\n", f.explore)
+	req := explore.Request{Seed: 1, Budget: f.explore, Buyers: 3}
+	res, err := runExplorer(gr.ctx, gr.bin, filepath.Join(gr.root, "internal", "matrix"), gr.tmp, req, p.Rel, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return printExplored(res, p.Rel, exploreFlags{seed: 1, buyers: 3, nodes: f.nodes}, w), nil
 }
 
 // printTarget says whether row is the target's, cell for cell, and if not, each cell that is not

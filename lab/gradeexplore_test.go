@@ -1,0 +1,54 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestGradeExplores: after the scenarios, grade explores the lock it graded, in the grader that
+// graded it, and says what it found as lab explore says it: a copy of step 09 breaks, its shrunk
+// program in words with the command that replays it (with -want the target decides the exit status
+// still: 09's row is 09's); a copy of step 17 holds, and the grade says in how many programs
+// nothing broke it.
+func TestGradeExplores(t *testing.T) {
+	t.Run("found", func(t *testing.T) {
+		t.Parallel() // grade builds and runs a binary of its own
+		dir := copyStep(t, "09_lua_unlock", "README.md")
+		code, out, errs := grade(t, "-explore", "20s", "-want", "09", dir)
+		if code != 0 {
+			t.Fatalf("exit %d, want 0 (the target met)\n%s\n%s", code, out, errs)
+		}
+		found := regexp.MustCompile(`(?s)Target met: .*\nExploring 20s more.*\n` + regexp.QuoteMeta(relDir(dir)) + ` broke \(.*\) in program \d+ of seed 1, .*\n  \d+ units? on the shelf\n  buyer 1: .*\nverdict: .*\n  overlap: buyer .*\nreplay: go run \./lab explore -seed \d+ ` + regexp.QuoteMeta(relDir(dir)) + `\n$`)
+		if !found.MatchString(out) {
+			t.Errorf("no break said after the grade, with its program and the command that replays it:\n%s", out)
+		}
+		if strings.Count(errs, "lab: building the grader") != 1 || strings.Contains(errs, "building the explorer") {
+			t.Errorf("grade built more than its grader:\n%s", errs)
+		}
+	})
+	t.Run("nothing found", func(t *testing.T) {
+		t.Parallel() // grade builds and runs a binary of its own
+		dir := copyStep(t, "17_atomic_stock", "README.md", "idea_test.go")
+		code, out, errs := grade(t, "-explore", "2s", dir)
+		if code != 0 {
+			t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
+		}
+		nothing := regexp.MustCompile(`\nExploring 2s more.*\n` + regexp.QuoteMeta(relDir(dir)) + `: nothing broke the lock in ([1-9]\d*) programs \(.* simulated, .* of wall time, \d+ programs/s\) from seed 1.*\n$`)
+		if !nothing.MatchString(out) {
+			t.Errorf("no line after the grade saying in how many programs nothing broke the lock:\n%s", out)
+		}
+	})
+}
+
+// TestGradeExploreBadInput: a negative -explore is bad input, in one line, before anything is
+// built.
+func TestGradeExploreBadInput(t *testing.T) {
+	code, out, errs := grade(t, "-explore", "-1s", "steps/no-such-lock")
+	if lines := strings.Split(strings.TrimSpace(errs), "\n"); code != 2 || len(lines) != 1 || !strings.Contains(errs, "-explore -1s") || out != "" {
+		t.Errorf("exit %d, want 2 and one line about -explore:\n%s\n%s", code, errs, out)
+	}
+}
+
+// relDir is a learner's folder as grade names it: from the module's root.
+func relDir(dir string) string { return "steps/" + dir[strings.LastIndex(dir, "/")+1:] }
