@@ -145,7 +145,11 @@ func (p *replay) verdict(rep *referee.Report, err error) string {
 // mode says the replay on the arena's first line.
 func (p *replay) mode(done bool) string {
 	h := p.run.History
-	s := fmt.Sprintf("program %s: %s, recorded with TTL %s, played %g× slower", p.file, h.What, roundDur(h.Timing.TTL), p.pace)
+	pace := fmt.Sprintf("%g× slower", p.pace)
+	if p.pace == 1 {
+		pace = "at the pace it was recorded at"
+	}
+	s := fmt.Sprintf("program %s: %s, recorded with TTL %s, played %s", p.file, h.What, roundDur(h.Timing.TTL), pace)
 	if done {
 		s = fmt.Sprintf("program %s, played: %s", p.file, h.What)
 	}
