@@ -118,9 +118,10 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // exploreRun builds the explorer (with p laid over it, when exploring a learner's package), runs
-// it, and prints what it found. Ctrl-C or a SIGTERM stops it; either way the build is removed.
+// it, and prints what it found. Ctrl-C, a SIGTERM or a hang-up stops it (stopSignals); either way
+// the build is removed.
 func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	tmp, err := os.MkdirTemp("", "lockstep-explore-")
 	if err != nil {

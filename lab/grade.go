@@ -180,10 +180,10 @@ func parseWithDir(fs *flag.FlagSet, args []string) (string, error) {
 
 // gradeLearner builds the grading test binary with p laid over it, runs it, and prints the row it
 // wrote: a line per scenario, a sentence per violation, then the Markdown row to read beside the
-// README's matrix (or the row as JSON). Ctrl-C or a SIGTERM stops the binary; either way the
-// build is removed.
+// README's matrix (or the row as JSON). Ctrl-C, a SIGTERM or a hang-up stops the binary
+// (stopSignals); either way the build is removed.
 func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	gr, err := buildGrader(ctx, p, f.nodes, stderr)
 	if err != nil {
@@ -379,10 +379,11 @@ func printShared(w io.Writer, shared []grading.Shared) {
 }
 
 // runLearnerLab builds the lab with p laid over it and runs that lab with args, its output going
-// to stdout and stderr: its exit status is the command's. Ctrl-C reaches both (one process
-// group); a SIGTERM to this process is passed on. Either way the build is removed.
+// to stdout and stderr: its exit status is the command's. Ctrl-C and a hang-up (its terminal
+// closed) reach both (one process group); a SIGTERM to this process is passed on. Either way the
+// build is removed.
 func runLearnerLab(p *grading.Pkg, nodes int, args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	tmp, err := os.MkdirTemp("", "lockstep-grade-")
 	if err != nil {

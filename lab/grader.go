@@ -24,6 +24,11 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
+// stopSignals end what a command that builds a binary is doing, and it removes the build: Ctrl-C,
+// a SIGTERM, and a SIGHUP. Hazard: a terminal closed under lab -dir (a tmux window killed) sends
+// SIGHUP, and a build left in $TMPDIR/lockstep-grade-* stayed there for good.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
 // grader is internal/matrix's test binary, built in a folder of its own: Go has virtual time
 // under go test alone, so the headless commands play the embedded backend in it. lab grade plays
 // a learner's row there (TestGrade, with the learner's package laid over it); lab run and lab
@@ -124,7 +129,7 @@ type player struct {
 }
 
 // newPlayer is the player of a headless command on backend; it builds the grader (saying so on
-// stderr) where it needs one. Ctrl-C or a SIGTERM stops what plays: in this process every Redis
+// stderr) where it needs one. Ctrl-C, a SIGTERM or a hang-up (stopSignals) stops what plays: in this process every Redis
 // the lab started is stopped and the process exits with status 130 (stopOnSignal); a grader is
 // stopped, and the command returns a childExit with status 130. Hazard: close it when the
 // command returns, or the build stays behind.
@@ -132,7 +137,7 @@ func newPlayer(backend string, stderr io.Writer) (*player, error) {
 	if bubble != nil || !matrix.Virtual(backend) {
 		return &player{backend: backend, stop: stopOnSignal()}, nil
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	var p *grading.Pkg
 	nodes := 1
 	if learner != nil { // a lab built by lab -dir: its learner's step plays in the grader too

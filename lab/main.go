@@ -21,7 +21,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"syscall"
 
 	"github.com/lockstep-lab/lockstep/lab/grading"
 
@@ -154,7 +153,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func stopOnSignal() (stop func()) {
 	sig := make(chan os.Signal, 1)
 	done := make(chan struct{})
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sig, stopSignals...)
 	go func() {
 		select {
 		case <-sig:
