@@ -8,14 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/explore"
@@ -37,53 +33,6 @@ import (
 // grade is in virtual time: the same on a busy laptop as on an idle one. It writes the row as
 // JSON; grade prints it. "lab -dir DIR" opens the terminal lab, which runs on the wall clock, the
 // same way with the lab itself: the learner's lock is the picker's last line.
-
-// learner is the learner's step when this binary was built with their package laid over it;
-// nil in the lab as shipped. learnerDir is that package's folder, absolute.
-var (
-	learner       *steps.Step
-	learnerDir    string
-	learnerShared []string // its package-level state shared by every buyer, in words (registerLearner)
-)
-
-// isLearner tells whether st is the learner's own lock: a step with no row of the matrix, whose
-// breaks the lab must find by playing.
-func isLearner(st *steps.Step) bool { return learner != nil && st == learner }
-
-// registerLearner is what the overlaid file calls from its init: it makes the learner's package a
-// step of this binary's catalog, a side road at the end of the picker. order nil means the
-// package has no Order: steps.DefaultOrder (step 03's try/finally handler) places its orders.
-// src nil means it exports no Source: the code pane reads its folder. shared is what its
-// package-level state every simulated buyer shares says (grading.Shared), a line each: the picker
-// says it under the lock, and the arena above its lanes (its claim). Hazard: it changes
-// catalog.Steps, which every command of this binary iterates — only a lab built by grade may
-// call it.
-func registerLearner(dir, slug string, nodes int, newFn func(steps.Proc) steps.Locker,
-	order func(context.Context, steps.Locker, steps.Shop) error, src fs.FS, shared []string) {
-	if order == nil {
-		order = steps.DefaultOrder
-	}
-	if src == nil {
-		src = os.DirFS(dir)
-	}
-	learner = &steps.Step{
-		Slug: slug, Side: true, Nodes: nodes,
-		Title:   "The lock in " + slug,
-		Claim:   "The lock in " + slug + ", played against every scenario as the steps are.",
-		Article: "yours",
-		Fixes:   "What you changed.",
-		Breaks:  "Whatever the referee finds: go run ./lab grade " + slug + " plays every scenario.",
-		Hint:    "Inject each fault into the holder, or grade it headless.",
-		Lesson:  "The referee's sentence above says what happened; below, the steps of the line that clear it.",
-		New:     newFn, Order: order, Source: src,
-	}
-	learnerShared = shared
-	for _, s := range slices.Backward(shared) {
-		learner.Claim = "Note: " + s + ". " + learner.Claim
-	}
-	learnerDir = dir
-	catalog.Steps = append(catalog.Steps, learner)
-}
 
 // childExit is the exit status of a lab built by grade, which has printed its own error already.
 type childExit struct{ code int }
@@ -376,85 +325,4 @@ func printShared(w io.Writer, shared []grading.Shared) {
 	for _, s := range shared {
 		fmt.Fprintf(w, "\nNote: %s.\n", s.Says())
 	}
-}
-
-// runLearnerLab builds the lab with p laid over it and runs that lab with args, its output going
-// to stdout and stderr: its exit status is the command's. Ctrl-C and a hang-up (its terminal
-// closed) reach both (one process group); a SIGTERM to this process is passed on. Either way the
-// build is removed.
-func runLearnerLab(p *grading.Pkg, nodes int, args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
-	defer stop()
-	tmp, err := os.MkdirTemp("", "lockstep-grade-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	fmt.Fprintf(stderr, "lab: building the lab with %s (go build; the first time takes a while)…\n", p.Rel)
-	bin, err := grading.Build(ctx, p, grading.LabOverlay(p, nodes), tmp)
-	if err != nil {
-		if ctx.Err() != nil {
-			return &childExit{code: 130}
-		}
-		return err
-	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
-	err = cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ee) && ee.ExitCode() > 0:
-		return &childExit{code: ee.ExitCode()}
-	case ctx.Err() != nil:
-		return &childExit{code: 130}
-	}
-	return fmt.Errorf("running the lab built with %s: %w", p.Rel, err)
-}
-
-// dirFlag takes -dir DIR (and -nodes N) out of the terminal lab's arguments: ok when -dir was
-// there. The lab the learner's package is built into gets the rest.
-func dirFlag(args []string) (dir string, nodes int, rest []string, ok bool, err error) {
-	nodes = 1
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || (name != "dir" && name != "nodes") {
-			rest = append(rest, a)
-			continue
-		}
-		if !hasVal {
-			if i+1 == len(args) {
-				return "", 0, nil, false, usageError("flag needs an argument: -%s", name)
-			}
-			i++
-			val = args[i]
-		}
-		if name == "dir" {
-			dir, ok = val, true
-		} else if _, err := fmt.Sscan(val, &nodes); err != nil || nodes < 1 || nodes > 9 {
-			return "", 0, nil, false, usageError("-nodes %s: want 1…9 lock nodes", val)
-		}
-	}
-	if !ok && nodes != 1 {
-		return "", 0, nil, false, usageError("-nodes goes with -dir (your lock) or with grade")
-	}
-	return dir, nodes, rest, ok, nil
-}
-
-// dirCmd opens the terminal lab with the learner's lock in DIR as the picker's last line.
-func dirCmd(dir string, nodes int, rest []string, stdout, stderr io.Writer) error {
-	for _, a := range rest {
-		if a == "-h" || a == "-help" || a == "--help" {
-			return tuiCmd(rest, stdout, stderr)
-		}
-	}
-	p, err := grading.Inspect(dir)
-	if err != nil {
-		return err
-	}
-	return runLearnerLab(p, nodes, rest, stdout, stderr)
 }

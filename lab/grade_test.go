@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"maps"
 	"os"
 	"path/filepath"
@@ -233,66 +232,6 @@ func TestGradeDoesNotBuild(t *testing.T) {
 	}
 }
 
-// TestDirFlag: -dir and -nodes are taken out of the terminal lab's flags wherever they stand;
-// -nodes alone is refused.
-func TestDirFlag(t *testing.T) {
-	dir, nodes, rest, ok, err := dirFlag([]string{"-speed", "5", "-dir", "steps/mine", "--nodes=3", "-buyers", "2"})
-	if err != nil || !ok || dir != "steps/mine" || nodes != 3 || !slices.Equal(rest, []string{"-speed", "5", "-buyers", "2"}) {
-		t.Errorf("got %q %d %q %v %v", dir, nodes, rest, ok, err)
-	}
-	if _, _, rest, ok, err := dirFlag([]string{"-speed", "5"}); ok || err != nil || len(rest) != 2 {
-		t.Errorf("no -dir: got %q %v %v", rest, ok, err)
-	}
-	for _, args := range [][]string{{"-nodes", "3"}, {"-dir"}, {"-dir", "x", "-nodes", "0"}} {
-		if _, _, _, _, err := dirFlag(args); exitCode(err) != 2 {
-			t.Errorf("%v: want a usage error, got %v", args, err)
-		}
-	}
-	var out, errw bytes.Buffer
-	if err := run([]string{"-dir", "../steps/no-such-folder"}, &out, &errw); exitCode(err) != 2 || !strings.Contains(err.Error(), "no such folder") {
-		t.Errorf("-dir to no folder: %v", err)
-	}
-}
-
-func regexpLine(s, re string) bool {
-	for _, l := range strings.Split(s, "\n") {
-		if m, _ := regexp.MatchString(re, l); m {
-			return true
-		}
-	}
-	return false
-}
-
-// TestTmuxDir opens the real lab with -dir on a copy of step 13: the learner's lock is the
-// picker's last line, its arena runs live buyers through it, b finds a scenario that breaks it
-// (a copy of 13 breaks, it is not "unbreakable") and names the step that clears it, and q gives
-// the terminal back.
-func TestTmuxDir(t *testing.T) {
-	t.Parallel() // grade builds and runs a binary of its own
-	needTmux(t)
-	if testing.Short() && os.Getenv("CI") != "true" {
-		t.Skip("-short: the tmux test builds and runs the binary")
-	}
-	bin := buildLab(t)
-	dir, err := filepath.Abs(copyStep(t, "13_pubsub", "README.md", "idea_test.go", "lock_test.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slug := "steps/" + filepath.Base(dir)
-	l := startTmux(t, bin, "160", "48", "-dir", dir, "-speed", "5")
-	// The lab is built with the learner's package first: a link of the whole lab.
-	l.waitFor(5*time.Minute, "Step 1/", "The lock in "+slug)
-	l.send("End")
-	l.waitFor(5*time.Second, "your lock")
-	l.send("Enter")
-	l.waitFor(20*time.Second, "▶ live buyers", "LOCK owner buyer")
-	l.send("b")
-	l.waitFor(time.Minute, "breaks under pause")
-	l.waitFor(time.Minute, "✗ "+slug+" broke.", "Under pause it breaks as step 15 (", "16 step 16: clears oversold", "17 step 17: the fix")
-	l.send("q")
-	l.waitFor(30*time.Second, "LAB-EXITED=0")
-}
-
 // copyLearner copies a learner-style package kept in testdata/learners (a lock written to be
 // graded, not a step) into a learner's folder, and returns the folder.
 func copyLearner(t *testing.T, name string) string {
@@ -426,40 +365,5 @@ func TestGradeSaysWhatItCouldNotJudge(t *testing.T) {
 	printGrade(&out, "steps/mine", row)
 	if d := gradePage("steps/mine", row, "", nil); strings.Contains(out.String(), "Your lock's row is") || d.Like != "" {
 		t.Errorf("a row of nothing but '?' is like a step: %q\n%s", d.Like, out.String())
-	}
-}
-
-// TestGradeSaysSharedState: a lock whose state lives at package level — a reentrancy map, an
-// owner token drawn once at init — is shared by every buyer the lab plays in its one process, as
-// it would not be in a deployment: the grade says so in one line, in the terminal and on the
-// page, and judges the run as it was played (the shared token lets every buyer release every
-// other's lock: foreign-release under slow).
-func TestGradeSaysSharedState(t *testing.T) {
-	t.Parallel() // grade builds and runs a binary of its own
-	for _, tc := range []struct {
-		learner, line, broke string
-	}{
-		{"package_holds", "Note: package-level `holds` (written by Locker.Lock) is shared by every buyer here; in a deployment each process has its own — keep per-process state in the Locker.", ""},
-		{"package_token", "Note: package-level `owner` (drawn once at init, read by Locker.Lock) is shared by every buyer here; in a deployment each process has its own — keep per-process state in the Locker.", "foreign-release"},
-	} {
-		t.Run(tc.learner, func(t *testing.T) {
-			t.Parallel()
-			page := filepath.Join(t.TempDir(), "grade.html")
-			code, out, errs := grade(t, copyLearner(t, tc.learner), "-html", page)
-			if code != 1 || strings.Count(out, "\n"+tc.line+"\n") != 1 {
-				t.Fatalf("exit %d, want 1 and the line %q once\n%s\n%s", code, tc.line, out, errs)
-			}
-			b, err := os.ReadFile(page)
-			if err != nil {
-				t.Fatal(err)
-			}
-			onPage := strings.TrimSuffix(strings.TrimPrefix(tc.line, "Note: "), ".")
-			if !strings.Contains(html.UnescapeString(string(b)), `<p class="shared">`+onPage+`</p>`) {
-				t.Errorf("the page does not say %q", onPage)
-			}
-			if tc.broke != "" && !strings.Contains(out, tc.broke) {
-				t.Errorf("the grade does not find %s:\n%s", tc.broke, out)
-			}
-		})
 	}
 }
