@@ -27,6 +27,9 @@ type Request struct {
 	Seed   uint64        `json:"seed"`
 	Budget time.Duration `json:"budget"` // wall time for playing programs (shrinking comes after)
 	Buyers int           `json:"buyers"` // the most buyers a program has
+	// Programs is the most programs to play (0: as many as Budget allows): a test counts programs,
+	// not wall time, so that what it finds does not move with the machine's load.
+	Programs int `json:"programs,omitempty"`
 	// Faults are the moves a program may arm (nil: every one).
 	Faults []history.Fault `json:"faults,omitempty"`
 	// Kinds are the kinds a program is judged for (nil: every kind).
@@ -96,10 +99,11 @@ type Progress struct {
 }
 
 // Explore plays st against the programs of req.Seed, req.Seed+1, … each in a bubble of its own
-// until one breaks the lock or req.Budget of wall time is spent, then shrinks the one that broke
-// it. progress is told after each program and each shrinking step. Hazard: a bubble that panics (a
-// learner's lock whose goroutines outlive the run) is a program without a verdict, not a break; one
-// whose clock stops is left behind with its goroutines, and its program played on the wall clock.
+// until one breaks the lock, req.Budget of wall time is spent or req.Programs are played, then
+// shrinks the one that broke it. progress is told after each program and each shrinking step.
+// Hazard: a bubble that panics (a learner's lock whose goroutines outlive the run) is a program
+// without a verdict, not a break; one whose clock stops is left behind with its goroutines, and
+// its program played on the wall clock.
 func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Progress)) Result {
 	res := Result{Step: st.Slug, Seed: req.Seed}
 	start := time.Now()
@@ -117,7 +121,7 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 		watch.Reset(limit)
 		return playOne(st, p, req, bubble)
 	}
-	for seed := req.Seed; time.Since(start) < req.Budget; seed++ {
+	for seed := req.Seed; time.Since(start) < req.Budget && (req.Programs <= 0 || res.Programs < req.Programs); seed++ {
 		p := Generate(seed, l)
 		current.Store(seed)
 		rep, wall, err := play(p)
