@@ -3,7 +3,6 @@ package explore_test
 import (
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/explore"
 	"github.com/lockstep-lab/lockstep/internal/history"
-	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/vocab"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -78,17 +76,6 @@ func mustNotFind(t *testing.T, res explore.Result, programs int) {
 	}
 	if res.Programs != programs || res.NoVerdict > 0 {
 		t.Fatalf("%s: %d programs played of %d, %d without a verdict", res.Step, res.Programs, programs, res.NoVerdict)
-	}
-}
-
-// misjudged skips t where met, naming the referee's misjudgement why: the test holds the right
-// verdict, which internal/referee (another engineer's to change) does not give yet; issue 25's
-// report says where and how to fix it. Hazard: it skips on that one misjudgement; any other wrong
-// verdict fails, and once the referee is fixed the test holds the right one.
-func misjudged(t *testing.T, met bool, why string, rep *referee.Report) {
-	t.Helper()
-	if met {
-		t.Skipf("internal/referee still misjudges this: %s\n%s", why, rep.Text())
 	}
 }
 
@@ -164,8 +151,6 @@ func TestExploreWaitersThatWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		misjudged(t, slices.Contains(rep.Violations, vocab.ForeignRelease),
-			"a waiter that takes itself out of the set its holder's release left it alone in is said to delete the holder's lock", rep)
 		if !rep.Complete() || len(rep.Violations) > 0 {
 			t.Fatalf("the found program: %v (unjudged %v)\n%s", rep.Violations, rep.Unjudged, rep.Text())
 		}
@@ -208,7 +193,7 @@ func TestExploreBlindRewriteIsForeign(t *testing.T) {
 
 // sameFinds fails t unless explore, as req asks (for one kind), breaks rewrite where it breaks
 // del, in the same program and the same way: the two locks play alike, so the referee must judge
-// them alike. why names the referee's misjudgement that skips it. Hazard: it asks the locks to
+// them alike. why names the misjudgement the referee once made here. Hazard: it asks the locks to
 // play alike; it does not check that they do.
 func sameFinds(t *testing.T, req explore.Request, del, rewrite *steps.Step, why string) {
 	t.Helper()
@@ -219,7 +204,9 @@ func sameFinds(t *testing.T, req explore.Request, del, rewrite *steps.Step, why 
 	if err != nil {
 		t.Fatal(err)
 	}
-	misjudged(t, rep.Complete() && !slices.Contains(rep.Violations, want), del.Slug+"'s program "+strconv.Itoa(d.Programs)+": "+why, rep)
+	if !rep.Complete() || !slices.Contains(rep.Violations, want) {
+		t.Fatalf("%s's program %d broke it %v; %s does not (%v): %s\n%s", del.Slug, d.Programs, want, rewrite.Slug, rep.Violations, why, rep.Text())
+	}
 	r := explored(t, rewrite, req)
 	rf := mustFind(t, r, want)
 	if r.Programs != d.Programs || !reflect.DeepEqual(rf.Original, df.Original) {

@@ -79,6 +79,8 @@ type Event struct {
 	// node after it had ended on another (a quorum's hold ends when its first key is gone). It
 	// ends no hold and is no violation: the node's key is gone, and the lab draws it so.
 	Left bool
+	// Rewrote (EvForeign): the lock was written over (a blind SET of "free"), not deleted.
+	Rewrote bool
 }
 
 // Command is what a process sent, as the timeline draws it.

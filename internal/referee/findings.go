@@ -19,10 +19,11 @@ type Overlap struct {
 
 // Foreign is a lock deleted or replaced by a process that did not own it.
 type Foreign struct {
-	By    int           `json:"by"`
-	Owner int           `json:"owner"`
-	Node  int           `json:"node"`
-	At    time.Duration `json:"at_ns"`
+	By      int           `json:"by"`
+	Owner   int           `json:"owner"`
+	Node    int           `json:"node"`
+	At      time.Duration `json:"at_ns"`
+	Rewrote bool          `json:"rewrote,omitempty"` // written over (a blind SET of "free"), not deleted
 }
 
 // Rejection is an order that sold nothing and wrote nothing while units remained: turned away.

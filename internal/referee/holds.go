@@ -135,6 +135,12 @@ func (r *Referee) leave(h *hold, nk nodeKey, at time.Duration, by int, gone bool
 // expire within a round trip (PEXPIRE key 1, SET … PX 1) frees the lock when it expires, for no
 // Lock can succeed before.
 func (r *Referee) leaveDue(h *hold, nk nodeKey, at, due time.Duration, by int, gone bool) {
+	r.leaveHow(h, nk, at, due, by, gone, false)
+}
+
+// leaveHow is leaveDue; rewrote says another's command wrote the lock over rather than deleted
+// it, for the foreign release's words.
+func (r *Referee) leaveHow(h *hold, nk nodeKey, at, due time.Duration, by int, gone, rewrote bool) {
 	created := h.keys[nk]
 	delete(h.keys, nk)
 	if st := r.node(nk.node)[nk.key]; st != nil && st.hold == h {
@@ -149,9 +155,9 @@ func (r *Referee) leaveDue(h *hold, nk nodeKey, at, due time.Duration, by int, g
 	case by == h.buyer:
 		r.say(Event{At: at, Kind: EvReleased, Buyer: by, Node: nk.node})
 	case by != 0 && gone:
-		f := Foreign{By: by, Owner: h.buyer, Node: nk.node, At: at}
+		f := Foreign{By: by, Owner: h.buyer, Node: nk.node, At: at, Rewrote: rewrote}
 		r.foreign = append(r.foreign, f)
-		r.say(Event{At: at, Kind: EvForeign, Buyer: by, Other: h.buyer, Node: nk.node})
+		r.say(Event{At: at, Kind: EvForeign, Buyer: by, Other: h.buyer, Node: nk.node, Rewrote: rewrote})
 		r.announce(at, vocab.ForeignRelease, f.String(), f.By, f.Owner)
 	}
 	r.freed(at, due)
@@ -282,13 +288,34 @@ func (r *Referee) command(rec history.Record) {
 			if soon {
 				due += kc.TTL
 			}
-			if rec.Buyer > 0 || !blame {
+			t, ok := r.rewriteRelease(h, nk)
+			if !ok && rec.Buyer > 0 && rec.Buyer != h.buyer && c != nil && c.lock && !h.ended && h.keys[nk] {
+				// a waiter's Lock deleted a key its holder's Unlock had rewritten, even inside
+				// the work (a nested Unlock that took the holder out of a set, a semaphore
+				// that is not reentrant): what the holder's command left, the waiter took out
+				t, ok = h.rewrote[nk]
+			}
+			if ok && rec.Buyer != h.buyer {
+				// its holder's Unlock had rewritten the key (taken itself out of a set a
+				// waiter was in, "free"): that was its release; whoever deletes the key after
+				// it (the waiter taking itself out) deletes nobody's lock
+				r.leaveDue(h, nk, rec.At, t, h.buyer, true)
+			} else if rec.Buyer > 0 || !blame {
 				r.leaveDue(h, nk, rec.At, due, by, true)
 			}
 		case h != nil && kc.Before != kc.After && h.buyer != rec.Buyer && rec.Buyer > 0 && c != nil && c.lock && h.keys[nk]:
 			// another's Lock wrote into the lock and left it there (a waiter adding itself to a
 			// semaphore, a takeover): the hold is its holder's until that Lock returns holding
 			// the key (call), not at a waiter's write
+		case h != nil && kc.Before != kc.After && h.buyer != rec.Buyer && rec.Buyer > 0 && (c == nil || !c.lock):
+			// another process's command outside its Lock wrote over the lock (a blind SET of
+			// "free"): it took the lock from its holder, a foreign release as a DEL is
+			prev.hold = nil
+			if t, ok := r.rewriteRelease(h, nk); ok {
+				r.leaveDue(h, nk, rec.At, t, h.buyer, true)
+			} else {
+				r.leaveHow(h, nk, rec.At, rec.At, rec.Buyer, true, true)
+			}
 		case h != nil && kc.Before != kc.After && h.buyer != rec.Buyer && rec.Buyer > 0:
 			prev.hold = nil
 			r.takenOver(h, nk, rec.At, rec.Buyer)
@@ -374,11 +401,37 @@ func (r *Referee) takenBy(rec history.Record, c *rcall, changed map[string]bool)
 	return weak
 }
 
+// rewriteRelease is when h's holder released its lock on nk by rewriting the key ("free", itself
+// taken out of a set a waiter is in), if it did: its Unlock rewrote the key after its order's
+// stock write, or the order has ended since. Hazard: a nested Unlock's count one less, inside the
+// work, is no release: a delete of the key by another after it is a foreign release.
+func (r *Referee) rewriteRelease(h *hold, nk nodeKey) (time.Duration, bool) {
+	if h == nil || h.ended || !h.keys[nk] {
+		return 0, false
+	}
+	t, ok := h.rewrote[nk]
+	o := r.orders[h.order]
+	return t, ok && o != nil && (o.wrote && o.wroteAt <= t || o.ended)
+}
+
+// holdOf is st's hold, nil for no key.
+func (st *rkey) holdOf() *hold {
+	if st == nil {
+		return nil
+	}
+	return st.hold
+}
+
 // lapse applies keys that ran out (or lost an expired field) on their own.
 func (r *Referee) lapse(rec history.Record) {
 	for _, kc := range rec.Keys {
 		st := r.node(rec.Node)[kc.Key]
-		if st != nil && st.hold != nil && kc.Gone() {
+		nk := nodeKey{rec.Node, kc.Key}
+		if t, ok := r.rewriteRelease(st.holdOf(), nk); ok && kc.Gone() {
+			// its holder's Unlock had rewritten it ("free", KEEPTTL) and no Lock took it before
+			// it ran out: the lock was free from the rewrite
+			r.leaveDue(st.hold, nk, rec.At, t, st.hold.buyer, true)
+		} else if st != nil && st.hold != nil && kc.Gone() {
 			owner := st.hold.buyer
 			r.say(Event{At: rec.At, Kind: EvExpired, Other: owner, Node: rec.Node, Due: rec.Due})
 			r.lapsed(st.hold, nodeKey{rec.Node, kc.Key}, rec.At, rec.Due)

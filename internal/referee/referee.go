@@ -109,10 +109,11 @@ type rorder struct {
 	// yet): the order in which orders got in, as the inventory saw them.
 	in        time.Duration
 	entry     int64
-	granted   bool // a Lock call of it returned holding
-	starved   bool // its starvation is counted
-	wrote     bool // it attempted a write (accepted or refused)
-	inside    bool // it has read and not yet written, nor ended
+	granted   bool          // a Lock call of it returned holding
+	starved   bool          // its starvation is counted
+	wrote     bool          // it attempted a write (accepted or refused)
+	wroteAt   time.Duration // its latest write
+	inside    bool          // it has read and not yet written, nor ended
 	confirmed int
 	ended     bool
 	endedAt   time.Duration

@@ -197,6 +197,22 @@ func TestJudgeWrittenHistories(t *testing.T) {
 			b.begin(1, 1).begin(2, 2).lock(1, true, b.set(1, k, "", "a", -1))
 			b.cmd(2, 0, "pexpire", []string{k, "1"}, history.KeyChange{Key: k, Before: "a", After: "a", TTL: msec})
 		}, kinds(vocab.ForeignRelease), nil},
+		{"another process's blind SET of \"free\" outside its Lock writes over a held lock: a foreign release", func(b *hb) {
+			b.begin(1, 1).begin(2, 2).lock(2, true, b.set(2, k, "", "b", -1))
+			b.unlock(1, b.set(1, k, "b", "free", -1)) // its own lease ran out long ago; it never checks
+		}, kinds(vocab.ForeignRelease), func(t *testing.T, r *Report) {
+			if len(r.ForeignReleases) != 1 || r.ForeignReleases[0].By != 1 || r.ForeignReleases[0].Owner != 2 ||
+				r.ForeignReleases[0].String() != "buyer 1 wrote over the lock that buyer 2 held" {
+				t.Errorf("%+v", r.ForeignReleases)
+			}
+		}},
+		{"a waiter that takes itself out of the set its holder's release left it alone in deletes nobody's lock", func(b *hb) {
+			b.begin(1, 1).lock(1, true, b.set(1, k, "", "A", -1)).read(1, 3).write(1, 2)
+			b.begin(2, 2).lock(2, false, b.set(2, k, "A", "AB", -1), b.set(2, k, "AB", "A", -1)) // in, not alone: out
+			b.lock(2, false, b.set(2, k, "A", "AB", -1))                                         // in again…
+			b.unlock(1, b.set(1, k, "AB", "B", -1)).end(1, "")                                   // the holder takes itself out
+			b.lock(2, false, b.del(2, k, "B")).end(2, "")                                        // …and out, as the set was two
+		}, kinds(vocab.LostSales), nil},
 		{"SET … PX 1 by the holder is its own release", func(b *hb) {
 			b.begin(1, 1).lock(1, true, b.set(1, k, "", "a", -1)).read(1, 3).write(1, 2)
 			b.unlock(1, b.set(1, k, "a", "a-done", msec)).end(1, "")

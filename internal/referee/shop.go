@@ -152,7 +152,7 @@ func (r *Referee) passes(o *rorder) int {
 // write ends o's critical section at op: from its last read before op (none: a write computed
 // from nothing the shop said, which sells nothing it knows of).
 func (r *Referee) write(o *rorder, op stockOp, refused bool) {
-	o.wrote = true
+	o.wrote, o.wroteAt = true, op.at
 	var from *stockOp
 	for i := len(o.reads) - 1; i >= 0; i-- {
 		if o.reads[i].seq <= op.seq {

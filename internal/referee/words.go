@@ -157,6 +157,9 @@ func (e Event) Words() string {
 		if e.Left {
 			return fmt.Sprintf("%s deletes what was left of %s's lock%s (that hold had ended on another node)", who, other, on)
 		}
+		if e.Rewrote {
+			return fmt.Sprintf("%s writes over the lock that %s held%s", who, other, on)
+		}
 		return fmt.Sprintf("%s deletes the lock that %s held%s", who, other, on)
 	case EvExpired:
 		if e.Left {
@@ -303,6 +306,9 @@ func (o Overlap) String() string {
 }
 
 func (f Foreign) String() string {
+	if f.Rewrote {
+		return fmt.Sprintf("buyer %d wrote over the lock that buyer %d held", f.By, f.Owner)
+	}
 	return fmt.Sprintf("buyer %d deleted the lock that buyer %d held", f.By, f.Owner)
 }
 
