@@ -394,15 +394,13 @@ func (s *Stage) RestartAfterLockWrite(b *Actor) error {
 	s.armNode(&armed{node: 0, buyer: b, m: m, strike: restart})
 	if b != nil {
 		// An order that takes no lock is hit as it works.
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.spawn(func() {
 			if !s.await(b.Under()) || s.a.lockCalls(b.p) > 0 {
 				return
 			}
 			s.a.note("buyer %d's order takes no lock: the restart struck as it worked", b.N)
 			restart(b)
-		}()
+		})
 	}
 	return nil
 }

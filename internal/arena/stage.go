@@ -29,7 +29,8 @@ type Stage struct {
 	gate chan struct{} // closed once the program first waits: orders started before start together
 	open sync.Once
 
-	wg      sync.WaitGroup // the moves' and the waits' own goroutines
+	wg      sync.WaitGroup // the moves' and the waits' own goroutines (spawn)
+	closed  bool           // Close has begun: spawn no longer counts what it starts
 	orders  sync.WaitGroup // the order goroutines
 	mu      sync.Mutex
 	running map[int]int // buyer → order goroutines under way
@@ -159,15 +160,13 @@ func MissingLastNode() BuyerOption {
 
 // after runs f once w has happened, or at the long-stop.
 func (s *Stage) after(w Wait, f func()) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.spawn(func() {
 		defer f()
 		select {
 		case <-w:
 		case <-s.ctx.Done():
 		}
-	}()
+	})
 }
 
 // — orders —
@@ -309,12 +308,10 @@ func (s *Stage) Sleep(d time.Duration) bool {
 // FirstOf closes when one of ws has happened (or at the long-stop).
 func (s *Stage) FirstOf(ws ...Wait) Wait {
 	c := make(chan struct{})
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.spawn(func() {
 		defer close(c)
 		s.await(ws...)
-	}()
+	})
 	return c
 }
 
@@ -364,9 +361,7 @@ func (s *Stage) Met(b *Actor) Wait {
 	c := make(chan struct{})
 	in := s.entered(b)
 	ttl := s.a.t.TTL
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.spawn(func() {
 		defer close(c)
 		t := time.NewTimer(ttl)
 		defer t.Stop()
@@ -378,7 +373,7 @@ func (s *Stage) Met(b *Actor) Wait {
 		case <-t.C:
 		}
 		s.await(Wait(in), s.Found(b))
-	}()
+	})
 	return c
 }
 
@@ -395,9 +390,7 @@ func (s *Stage) entered(b *Actor) chan struct{} {
 		return e.Buyer > 0 && e.Buyer != b.N && (e.Kind == referee.EvEnter || e.Kind == referee.EvWork)
 	})
 	mine := b.current()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.spawn(func() {
 		select {
 		case e := <-ev:
 			if x := s.actor(e.Buyer); x != nil && e.Order > 0 {
@@ -406,7 +399,7 @@ func (s *Stage) entered(b *Actor) chan struct{} {
 			close(c)
 		case <-s.ctx.Done():
 		}
-	}()
+	})
 	return c
 }
 
@@ -424,9 +417,7 @@ func (s *Stage) Found(b *Actor) Wait {
 func (s *Stage) Looked(b *Actor, grace time.Duration) Wait {
 	c := make(chan struct{})
 	entered, done, settled := b.Entered(), b.Done(), b.Settled()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.spawn(func() {
 		defer close(c)
 		select {
 		case <-entered:
@@ -445,7 +436,7 @@ func (s *Stage) Looked(b *Actor, grace time.Duration) Wait {
 		case <-s.ctx.Done():
 		case <-t.C:
 		}
-	}()
+	})
 	return c
 }
 
@@ -500,7 +491,29 @@ func (s *Stage) Finish(deadline time.Duration, cancelled func() bool) string {
 // process is dead by then), and the run says so.
 func (s *Stage) Close() {
 	s.starts()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.wg.Wait()
+}
+
+// spawn runs f in a goroutine of the stage's own, one Close waits for. Hazard: a process's own
+// goroutine (Proc.Go: a release sent after Unlock returned) can outlive the stage and make a wait
+// (an unlock-race's counterpart) after Close has begun; counting it then raced Close's Wait. Past
+// Close, f runs uncounted: every wait of the stage ends with its long-stop, which has ended.
+func (s *Stage) spawn(f func()) {
+	s.mu.Lock()
+	counted := !s.closed
+	if counted {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	go func() {
+		if counted {
+			defer s.wg.Done()
+		}
+		f()
+	}()
 }
 
 // Unmet says, after a play, what of its moves found nowhere to strike: a record that makes the run
