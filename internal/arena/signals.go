@@ -34,10 +34,6 @@ type signals struct {
 	by    map[sig]map[int]bool // buyers that have given each signal
 	alls  map[sigKey]chan struct{}
 	waits []*pending // one-shot waits for the next event that matches
-	// noLock: the step takes no lock, so a read is an entry; else an order is in once its Lock
-	// took a key (granted, by buyer and order).
-	noLock  bool
-	granted map[[2]int]bool
 }
 
 // pending is a wait for the first event from its making on that matches: c closes, and the event
@@ -48,18 +44,9 @@ type pending struct {
 	e     chan referee.Event
 }
 
-func newSignals(noLock bool) *signals {
+func newSignals() *signals {
 	return &signals{chans: map[sigKey]chan struct{}{}, fired: map[sigKey]bool{},
-		by: map[sig]map[int]bool{}, alls: map[sigKey]chan struct{}{}, noLock: noLock, granted: map[[2]int]bool{}}
-}
-
-// peek reports whether e is a read of the stock by an order of a locking step whose Lock has not
-// taken a key yet (a fail-fast peek, a count read before Lock): no entry, and no meeting of the
-// lock. Hazard: taken for an entry, a peek let restart's and failover's holder go one Work after
-// the second buyer's peek, and the overlap they stage rested on that margin (1 of 2 server runs
-// of a learner's peeking lock under restart: none).
-func (s *signals) peek(e referee.Event) bool {
-	return e.Kind == referee.EvEnter && !s.noLock && !s.granted[[2]int{e.Buyer, e.Order}]
+		by: map[sig]map[int]bool{}, alls: map[sigKey]chan struct{}{}}
 }
 
 // get is the channel of signal k.
@@ -144,12 +131,6 @@ func (s *signals) fireLocked(k sigKey) {
 func (s *signals) see(e referee.Event, buyers int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e.Kind == referee.EvAcquired && e.Buyer > 0 {
-		s.granted[[2]int{e.Buyer, e.Order}] = true
-	}
-	if s.peek(e) {
-		return
-	}
 	kept := s.waits[:0]
 	for _, p := range s.waits {
 		if p.match(e) {
