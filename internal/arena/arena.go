@@ -285,13 +285,6 @@ func (a *Arena) TimedOut(what string) {
 	a.recordNow(history.Record{Kind: history.RecTimeout, What: what})
 }
 
-// Shelf is the stock as last written.
-func (a *Arena) Shelf() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.ref.Shelf()
-}
-
 // SoldOut reports whether buyers should stop ordering (referee.SoldOut).
 func (a *Arena) SoldOut() bool {
 	a.mu.Lock()
