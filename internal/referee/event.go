@@ -65,6 +65,7 @@ type Event struct {
 	Token    int64
 	Write    bool // EvFenced: the write was refused, not the read
 	Handed   bool // EvAcquired
+	Granted  bool // EvEnter: the order's Lock call had said yes before this read (false: a read before its Lock, a peek, or an order that takes no lock)
 	Sold     bool // EvDone
 	OK       bool // EvReentry, EvFailover, EvRestart
 	Err      string
