@@ -15,6 +15,7 @@ var Contention = add(&Scenario{
 	Name: steps.Contention, Column: 1,
 	What:   "8 buyers start together against 3 units; each who gets in works half a TTL",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.LostSales},
+	Served: 2,
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		for _, b := range s.Buyers(8) {
