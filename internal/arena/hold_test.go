@@ -19,25 +19,8 @@ import (
 func TestAHoldEndsWithinTheLease(t *testing.T) {
 	for _, capped := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			env, err := redisenv.NewEmbedded()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer env.Close()
-			st, err := catalog.Find("04")
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := NewArena(context.Background(), Config{Step: st, Env: env, Stock: 3,
-				Judged: []steps.Kind{steps.Overlap}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
+			a, s, finish := stageOn(t, step(t, "04"))
 			T := a.t.TTL
-			ctx, cancel := context.WithTimeout(context.Background(), 30*T)
-			defer cancel()
-			s := a.NewStage(ctx, 1, a.t)
 			buyers := s.Buyers(8)
 			late := buyers[7]
 			open := late.p.block(0)
@@ -49,11 +32,7 @@ func TestAHoldEndsWithinTheLease(t *testing.T) {
 				}
 				b.Order(opts...)
 			}
-			if out := s.Finish(30*T, func() bool { return false }); out != "" {
-				t.Fatalf("timed out: %s", out)
-			}
-			cancel()
-			s.Close()
+			finish()
 			rep := a.Report(context.Background())
 			if overlap := len(rep.Overlaps) > 0; overlap == capped {
 				t.Errorf("capped=%v: overlaps %v (want overlap only uncapped)", capped, rep.Overlaps)
@@ -69,48 +48,69 @@ func TestAHoldEndsWithinTheLease(t *testing.T) {
 // buyer 1's hold while buyer 2 still waited in Lock: restart's overlap rested on that margin.
 func TestAPeekIsNoEntry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		env, err := redisenv.NewEmbedded()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer env.Close()
-		spin, err := catalog.Find("07")
-		if err != nil {
-			t.Fatal(err)
-		}
-		peeking := *spin
+		peeking := *step(t, "07")
 		peeking.Order = func(ctx context.Context, l steps.Locker, s steps.Shop) error {
 			if n, err := s.Stock(ctx); err != nil || n <= 0 {
 				return steps.ErrSoldOut
 			}
 			return steps.DefaultOrder(ctx, l, s)
 		}
-		a, err := NewArena(context.Background(), Config{Step: &peeking, Env: env, Stock: 3,
-			Judged: []steps.Kind{steps.Overlap}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		T := a.t.TTL
-		ctx, cancel := context.WithTimeout(context.Background(), 30*T)
-		defer cancel()
-		s := a.NewStage(ctx, 1, a.t)
+		a, s, finish := stageOn(t, &peeking)
 		buyers := s.Buyers(2)
 		one, two := buyers[0], buyers[1]
-		var doneAt, enteredAt time.Time
-		go func() { <-one.Done(); doneAt = time.Now() }()
-		go func() { <-two.Entered(); enteredAt = time.Now() }()
-		one.Order(HoldUntil(two.Entered()), HoldAtMost(T/2))
+		at := func(w Wait) <-chan time.Time {
+			c := make(chan time.Time, 1)
+			go func() { <-w; c <- time.Now() }()
+			return c
+		}
+		done, entered := at(one.Done()), at(two.Entered())
+		one.Order(HoldUntil(two.Entered()), HoldAtMost(a.t.TTL/2))
 		s.Wait(one.Entered())
 		two.Order()
+		finish()
+		doneAt, enteredAt := <-done, <-entered
+		if enteredAt.Before(doneAt) {
+			t.Errorf("buyer 2 entered at %v, buyer 1's order done at %v: its peek was taken for its entry", enteredAt, doneAt)
+		}
+	})
+}
+
+// step is the catalog's step n.
+func step(t *testing.T, n string) *steps.Step {
+	t.Helper()
+	st, err := catalog.Find(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// stageOn is a stage of st's arena on the embedded backend, 3 units, judging overlap, inside the
+// caller's synctest bubble; finish plays what was placed to its end (at most 30 TTL) and closes
+// the stage. The arena and its Redis close with the test.
+func stageOn(t *testing.T, st *steps.Step) (*Arena, *Stage, func()) {
+	t.Helper()
+	env, err := redisenv.NewEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	a, err := NewArena(context.Background(), Config{Step: st, Env: env, Stock: 3,
+		Judged: []steps.Kind{steps.Overlap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	T := a.t.TTL
+	ctx, cancel := context.WithTimeout(context.Background(), 30*T)
+	t.Cleanup(cancel)
+	s := a.NewStage(ctx, 1, a.t)
+	return a, s, func() {
+		t.Helper()
 		if out := s.Finish(30*T, func() bool { return false }); out != "" {
 			t.Fatalf("timed out: %s", out)
 		}
 		cancel()
 		s.Close()
-		synctest.Wait()
-		if doneAt.IsZero() || enteredAt.IsZero() || enteredAt.Before(doneAt) {
-			t.Errorf("buyer 2 entered at %v, buyer 1's order done at %v: its peek was taken for its entry", enteredAt, doneAt)
-		}
-	})
+	}
 }
