@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -185,36 +186,23 @@ func (a *board) fold(e referee.Event) {
 	switch e.Kind {
 	case referee.EvCommand:
 		a.commands++
-		c := e.Cmd
-		switch {
-		case c == nil:
-		case c.Stock && c.Name == "GET":
-			l.mark(b, 'G')
-		case c.Stock:
+		if l == nil { // a probe's command (buyer 0) has no lane
+			break
+		}
+		waiter := e.Buyer != a.owner && l.waiting && !l.inside
+		switch m := picture.OfCommand(e.Cmd, waiter); m {
+		case picture.None, picture.Other:
+		case picture.StockSet:
 			// drawn when the write lands (EvWrite): a paused process sends it only after the pause
-		case c.Name == "GET" && c.OnLock:
-			l.mark(b, 'o')
-		case c.Name == "DEL" && c.OnLock:
-			l.mark(b, 'D')
-		case c.Script && e.Buyer != a.owner && l.waiting && !l.inside:
-			// a waiter's Lua lock attempt (steps 10+): counted as one more try, as SET NX is
+		case picture.Try:
+			// drawn as the lane's spinning (~), counted per bucket
 			if c := l.at(b); c != nil && c.spins < 1<<15 {
 				c.spins++
 			}
-		case c.In == "unlock" && c.Script:
-			l.mark(b, 'U')
-		case c.In == "" && c.Script:
-			l.mark(b, 'P') // a script outside Lock and Unlock: a renewal
-			a.renewed(e)
-		case c.Script:
-			l.mark(b, 'L')
-			a.renewed(e) // a Lua lock that re-enters (or a renewal in a call the referee lost): the owner was alive
-		case c.Name == "PEXPIRE" || c.Name == "EXPIRE":
-			l.mark(b, 'P')
-			a.renewed(e)
-		case c.NX:
-			if c := l.at(b); c != nil && c.spins < 1<<15 {
-				c.spins++
+		default:
+			l.mark(b, m)
+			if m == picture.Renew || m == picture.LockScript {
+				a.renewed(e) // the owner was alive (a Lua lock that re-enters rewrote its lock too)
 			}
 		}
 	case referee.EvStart:
@@ -238,12 +226,12 @@ func (a *board) fold(e referee.Event) {
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvPublish:
 		if l != nil { // a probe's command (buyer 0) has no lane
-			l.mark(b, 'W')
+			l.mark(b, picture.Publish)
 		}
 		a.published++
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvWrite:
-		l.mark(b, 'S')
+		l.mark(b, picture.StockSet)
 		a.confirmed++
 		a.shelf = e.Stock
 		a.logf(e.At, "%s", e.Words())
@@ -288,7 +276,7 @@ func (a *board) fold(e referee.Event) {
 		}
 		a.overlapLogged[pair] = true
 	case referee.EvFenced:
-		l.mark(b, markFenced)
+		l.mark(b, picture.Fenced)
 		a.fenced++
 		a.fenceBy = fmt.Sprintf("buyer %d's token %d < the highest seen", e.Buyer, e.Token)
 		a.logf(e.At, "%s", e.Words())

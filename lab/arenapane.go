@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -298,9 +299,22 @@ func (p *arenaPane) footer(w int) []string {
 	return strings.Split(footer(w, keys), "\n")
 }
 
+// legendItems are the legend's items: the lanes' glyphs, then the marks (picture.Legend, less
+// the page's own).
 var legendItems = [][]string{
 	{"█ inside", "░ works, no lock", "▓ OVERLAP", "═ holds", "· waits", "~ spins", "‖ frozen", "× crashed", "┄/▒ cut off", "─/═ lock free/held"},
-	{"G/S GET/SET stock", "o GET owner", "D DEL", "L/U Lua in Lock/Unlock", "W wake-up published", "P renew", "x expired", "! foreign DEL", "⊘ stale write refused", "F/R/? failover/restart/lost"},
+	termMarks(),
+}
+
+// termMarks are the terminal's mark items: "G/S GET/SET stock".
+func termMarks() []string {
+	var out []string
+	for _, g := range picture.Legend {
+		if !g.Page {
+			out = append(out, picture.Glyphs(g.Marks)+" "+g.Says)
+		}
+	}
+	return out
 }
 
 // legendLines packs the timeline's legend into lines of w columns: the lanes' glyphs first, then
@@ -311,8 +325,8 @@ func legendLines(w int, a *board) []string {
 	cur := ""
 	for _, items := range legendItems {
 		for _, it := range items {
-			if (strings.HasPrefix(it, "░") && !a.noLock) || (strings.HasPrefix(it, "⊘") && a.fenced == 0) ||
-				(strings.HasPrefix(it, "W ") && a.published == 0) {
+			if (strings.HasPrefix(it, "░") && !a.noLock) || (strings.HasPrefix(it, picture.Fenced.Glyph()) && a.fenced == 0) ||
+				(strings.HasPrefix(it, picture.Publish.Glyph()+" ") && a.published == 0) {
 				continue
 			}
 			if cur != "" && ansi.StringWidth(cur)+2+ansi.StringWidth(it) > w {

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
@@ -166,13 +167,11 @@ func checkLegendNamesEveryMark(t *testing.T) {
 			t.Errorf("the legend does not name the lanes' %q", g)
 		}
 	}
-	for mk := range markRank {
-		r := rune(mk)
-		if mk == markFenced {
-			r = '⊘'
-		}
-		if !named(r) {
-			t.Errorf("the legend does not name the mark %q", r)
+	for _, g := range picture.Legend {
+		for _, mk := range g.Marks {
+			if r := picture.Marks[mk].Glyph; !g.Page && !named(r) {
+				t.Errorf("the legend does not name the mark %q", r)
+			}
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package main
 
+import "github.com/lockstep-lab/lockstep/lab/picture"
+
 // ringN is how many time buckets a lane remembers: the widest timeline the lab draws.
 const ringN = 512
 
@@ -23,11 +25,11 @@ const (
 
 // tcell is one time bucket of one lane.
 type tcell struct {
-	b     int64   // the bucket this cell holds (a ring slot is reused)
-	st    uint8   // strongest state seen in the bucket
-	marks [3]byte // command marks, in order (the most telling kept when more arrive)
-	spins uint16  // lock attempts while waiting
-	own   uint16  // lock lane: the owner (0 free)
+	b     int64         // the bucket this cell holds (a ring slot is reused)
+	st    uint8         // strongest state seen in the bucket
+	marks [3]picture.ID // command marks, in order (the most telling kept when more arrive)
+	spins uint16        // lock attempts while waiting
+	own   uint16        // lock lane: the owner (0 free)
 }
 
 // lane is one row of the timeline: a buyer, or the lock server (n == 0).
@@ -118,29 +120,21 @@ func (l *lane) touch(b int64) {
 	}
 }
 
-// markFenced marks a read or write the inventory refused for its stale token (drawn ⊘).
-const markFenced byte = '#'
-
-// markRank orders command marks: a full bucket keeps its most telling commands.
-var markRank = map[byte]int{'P': 1, 'o': 2, 'G': 3, 'S': 4, 'L': 5, 'U': 6, 'D': 6, 'W': 7, markFenced: 7,
-	// lock lane
-	'x': 7, '?': 8, '!': 9, 'F': 10, 'R': 10}
-
 // mark records command mark m in bucket b. A bucket keeps up to three marks in order; the
 // timeline spills them into the columns after it, so GET → work → SET → DEL stay separate.
-func (l *lane) mark(b int64, m byte) {
+func (l *lane) mark(b int64, m picture.ID) {
 	c := l.at(b)
 	if c == nil {
 		return
 	}
 	for i, x := range c.marks {
 		switch {
-		case x == 0:
+		case x == picture.None:
 			if i == 0 || c.marks[i-1] != m {
 				c.marks[i] = m
 			}
 			return
-		case i == len(c.marks)-1 && x != m && markRank[m] >= markRank[x]:
+		case i == len(c.marks)-1 && x != m && picture.Marks[m].Rank >= picture.Marks[x].Rank:
 			c.marks[i] = m
 		}
 	}

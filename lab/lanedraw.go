@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 )
 
 // column is one column of a lane as drawn.
@@ -60,40 +61,31 @@ func (t *timeline) laneLine(l *lane, label string, first, nowB int64, cols int, 
 	return sb.String()
 }
 
-// markRune is how a command mark is drawn: its letter, or for a byte that stands for a glyph
-// (markFenced), the glyph.
-func markRune(m byte) rune {
-	if m == markFenced {
-		return '⊘'
-	}
-	return rune(m)
-}
-
 // cells lays out one lane's columns.
 func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
 	t.buf = slices.Grow(t.buf[:0], cols)[:cols]
 	out := t.buf
 	l.at(nowB)
-	var spill [8]byte // marks waiting for a column
+	var spill [8]picture.ID // marks waiting for a column
 	ns := 0
 	for c := range out {
 		b := first + int64(c)
 		out[c] = column{r: ' '}
 		if b > nowB && ns > 0 {
-			out[c] = column{r: markRune(spill[0]), style: &sBold, mark: true}
+			out[c] = column{r: picture.Marks[spill[0]].Glyph, style: &sBold, mark: true}
 			copy(spill[:], spill[1:ns])
 			ns--
 		} else if b <= nowB {
 			if cl := l.at(b); cl != nil {
 				for _, mk := range cl.marks {
-					if mk != 0 && ns < len(spill) {
+					if mk != picture.None && ns < len(spill) {
 						spill[ns] = mk
 						ns++
 					}
 				}
 				out[c].r, out[c].style = t.cellGlyph(l, cl)
 				if ns > 0 {
-					out[c].r, out[c].mark = markRune(spill[0]), true
+					out[c].r, out[c].mark = picture.Marks[spill[0]].Glyph, true
 					copy(spill[:], spill[1:ns])
 					ns--
 					if l.n <= 0 {

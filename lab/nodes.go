@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 )
 
 // The lock's nodes as the events tell them: who holds the lock on each, since when, and what
@@ -121,7 +122,7 @@ func (a *board) lockEvent(e referee.Event, b int64) {
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvForeign:
 		nv.owner = 0
-		marks.mark(b, '!')
+		marks.mark(b, picture.Foreign)
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvExpired:
 		// The referee sees an expiry at the next lock command; Redis dropped the key one TTL
@@ -130,20 +131,20 @@ func (a *board) lockEvent(e referee.Event, b int64) {
 			expiredAt = x
 		}
 		nv.owner = 0
-		marks.mark(expiredAt, 'x')
+		marks.mark(expiredAt, picture.Expired)
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvLost:
 		nv.owner = 0
-		marks.mark(b, '?')
+		marks.mark(b, picture.Lost)
 		a.logf(e.At, "%s, in the %s", e.Words(), a.loss)
 	case referee.EvFailover:
-		marks.mark(b, 'F')
+		marks.mark(b, picture.Failover)
 		if e.OK {
 			a.failedOver, a.armed, a.loss, nv.fate = true, false, "failover", "failed over"
 		}
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvRestart:
-		marks.mark(b, 'R')
+		marks.mark(b, picture.Restart)
 		if e.OK {
 			a.loss, nv.fate = "restart", "restarted"
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -270,4 +271,56 @@ func TestPageOfAnExploredProgram(t *testing.T) {
 			t.Errorf("%s: next %q, want one: %v", c.sc, r.Next, c.next)
 		}
 	}
+}
+
+// TestPageDrawsCommandsAsTheTerminal: the page and the terminal mark a command with one glyph
+// (picture.Marks): on 09 × contention both draw the unlock script as U and the watchdog's renewal
+// as P, where the page once drew every script L.
+func TestPageDrawsCommandsAsTheTerminal(t *testing.T) {
+	t.Parallel() // its bubble is its own, not the package's (inVirtualTime)
+	st, err := catalog.Find("09")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := matrix.Play(st, steps.Contention, "", func(f func()) { synctest.Test(t, func(*testing.T) { f() }) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := newPageTables()
+	p := newPagePlay(rep.History, tb)
+	page := map[string]bool{}
+	for _, m := range p.Marks {
+		if s := tb.styles[m.Style]; s[0] == "cmd" || s[0] == "scmd" {
+			page[s[1]] = true
+		}
+	}
+	a := newArena(steps.Contention, rep.History.Timing, -1, "lock", false, 1)
+	ref := referee.NewReferee(*rep.History, a.apply)
+	for _, rec := range rep.History.Records {
+		ref.Add(rec)
+	}
+	term := map[string]bool{}
+	for _, l := range a.lanes {
+		for _, c := range l.ring {
+			for _, m := range c.marks {
+				if m != picture.None {
+					term[m.Glyph()] = true
+				}
+			}
+		}
+	}
+	for _, g := range []string{"U", "P", "G", "S"} {
+		if !page[g] || !term[g] {
+			t.Errorf("%s: on the page %v, on the terminal %v; want both", g, page[g], term[g])
+		}
+	}
+	for g := range term {
+		if g != picture.Publish.Glyph() && g != picture.Fenced.Glyph() && !page[g] {
+			t.Errorf("the terminal marks a command %s the page does not (page: %v)", g, page)
+		}
+	}
+	if page["L"] {
+		t.Errorf("the page draws an L on 09, whose Lock sends no script: %v", page)
+	}
+	t.Logf("page %v, terminal %v", page, term)
 }

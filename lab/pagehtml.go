@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 
 	"github.com/lockstep-lab/lockstep/internal/explore"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
@@ -265,7 +266,7 @@ const nearestRows = 3
 // timelineHeight is the height a play's timeline takes, in CSS pixels (see laneHeight).
 func timelineHeight(p pagePlay) int { return timelineChrome + laneHeight*len(p.Lanes) }
 
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"height": timelineHeight}).Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"height": timelineHeight, "g": pageGlyph, "buyerMarks": buyerMarks}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -303,7 +304,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 {{end}}<details class="report"><summary>the referee's report, as <code>lab run</code> prints it</summary><pre>{{$r.Report}}</pre></details>
 </section>
 {{end}}{{if .Runs}}<footer class="legend">
-<p><b>Lanes:</b> one per buyer, one per lock node, one for the inventory; on the ruler above them, <b>!</b> marks each violation where the referee found it. <span class="sw wait"></span> waiting (from the order's start to its first stock read) · <span class="sw hold"></span> holds the lock · <span class="sw in"></span> inside the critical section (from the read its write was computed from to that write) · <span class="sw over"></span> inside while another order is inside too (an overlap) · <span class="sw frozen"></span> frozen · <span class="sw cut"></span> cut off from the lock server · <span class="sw dead"></span> crashed. On a lock node: a bar per hold, its holder's colour, ended by <b>✓</b> released, <b>!</b> deleted by another buyer, <b>x</b> ran out (its TTL; drawn where it ran out, said when the referee saw it), <b>?</b> lost in a failover or restart (<b>F</b>, <b>R</b>). A quorum's hold ends on every node when its first key is gone, as the referee judges it; where its key stays on another node a while longer, that node's bar says <b>· left</b> and ends when the key goes (<b>!</b> if another buyer deleted it), which blames nobody. On the inventory: each stock read and write, with its fencing token (<b>t</b>) where the step shows one; <b>✗</b> a write the inventory refused. Buyer marks: <b>G</b>/<b>S</b> the stock's GET and SET, <b>N</b> SET NX, <b>L</b> a Lua script, <b>D</b> DEL, <b>P</b> PEXPIRE, <b>⚡</b> a fault, <b>✓</b>/<b>✗</b> the order's end. Where many marks fall on one spot they are drawn as one, with their count.</p>
+<p><b>Lanes:</b> one per buyer, one per lock node, one for the inventory; on the ruler above them, <b>{{g "Violation"}}</b> marks each violation where the referee found it. <span class="sw wait"></span> waiting (from the order's start to its first stock read) · <span class="sw hold"></span> holds the lock · <span class="sw in"></span> inside the critical section (from the read its write was computed from to that write) · <span class="sw over"></span> inside while another order is inside too (an overlap) · <span class="sw frozen"></span> frozen · <span class="sw cut"></span> cut off from the lock server · <span class="sw dead"></span> crashed. On a lock node: a bar per hold, its holder's colour, begun where the node took it (<b>{{g "Acquired"}}</b>) and ended by <b>{{g "Released"}}</b> released, <b>{{g "Foreign"}}</b> deleted by another buyer, <b>{{g "Expired"}}</b> ran out (its TTL; drawn where it ran out, said when the referee saw it), <b>{{g "Lost"}}</b> lost in a failover or restart (<b>{{g "Failover"}}</b>, <b>{{g "Restart"}}</b>). A quorum's hold ends on every node when its first key is gone, as the referee judges it; where its key stays on another node a while longer, that node's bar says <b>· left</b> and ends when the key goes (<b>{{g "Left"}}</b> if another buyer deleted it), which blames nobody. On the inventory: each stock read and write, with its fencing token (<b>t</b>) where the step shows one; <b>{{g "Fenced"}}</b> a write the inventory refused for its stale token. Buyer marks: {{buyerMarks}}, <b>{{g "Waiting"}}</b> waits for another's lock, <b>{{g "Refused"}}</b> Lock said no, <b>{{g "Reentry"}}</b> a re-entry, <b>{{g "Fault"}}</b> a fault, <b>{{g "Crashed"}}</b> crashed, <b>{{g "Sold"}}</b>/<b>{{g "NoSale"}}</b>/<b>{{g "Failed"}}</b> the order's end: sold, nothing sold, an error (<b>{{g "Rejected"}}</b> the shop turned it away). Where many marks fall on one spot they are drawn as one, with their count.</p>
 </footer>{{end}}
 `))
 
@@ -370,4 +371,38 @@ func gradeReports(g matrix.Graded) []*referee.Report {
 		}
 	}
 	return reps
+}
+
+// pageGlyphs names the marks the page's legend says in its prose.
+var pageGlyphs = map[string]picture.ID{"Acquired": picture.Acquired, "Released": picture.Released,
+	"Foreign": picture.Foreign, "Expired": picture.Expired, "Lost": picture.Lost, "Failover": picture.Failover,
+	"Restart": picture.Restart, "Left": picture.Left, "Fenced": picture.Fenced, "Waiting": picture.Waiting,
+	"Refused": picture.Refused, "Reentry": picture.Reentry, "Fault": picture.Fault, "Crashed": picture.Crashed,
+	"Sold": picture.Sold, "Violation": picture.Violation, "NoSale": picture.NoSale, "Failed": picture.Failed, "Rejected": picture.Rejected}
+
+// pageGlyph is the glyph of the mark the legend names name; a name it does not know fails the
+// page's template, so the legend cannot name a mark the table lacks.
+func pageGlyph(name string) (string, error) {
+	m, ok := pageGlyphs[name]
+	if !ok {
+		return "", fmt.Errorf("the page's legend names no mark %q", name)
+	}
+	return m.Glyph(), nil
+}
+
+// buyerMarks is the legend's list of a buyer's command marks (picture.Legend, less the lock lane's
+// and the inventory's refused write): "<b>G</b>/<b>S</b> GET/SET stock, …".
+func buyerMarks() template.HTML {
+	var items []string
+	for _, g := range picture.Legend {
+		if g.Lock || slices.Contains(g.Marks, picture.Fenced) {
+			continue
+		}
+		var gl []string
+		for _, m := range g.Marks {
+			gl = append(gl, "<b>"+template.HTMLEscapeString(m.Glyph())+"</b>")
+		}
+		items = append(items, strings.Join(gl, "/")+" "+template.HTMLEscapeString(g.Says))
+	}
+	return template.HTML(strings.Join(items, ", "))
 }

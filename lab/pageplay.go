@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 )
 
 // One play's timeline on the page: the referee's events, as it replays the history, folded into
@@ -87,9 +87,15 @@ func (d *playDrawing) bar(lane int, from, to int64, class, label string, event i
 	d.p.Bars = append(d.p.Bars, []any{lane, from, max(to, from), class, label, event})
 }
 
-// mark draws event i as a mark on lane at at, or counts it into the lane's latest mark of the
-// same class and glyph when that one is less than markSpan of the play away.
-func (d *playDrawing) mark(i, lane int, at int64, class, glyph, label string) int {
+// mark draws event i as mark mk (picture.Marks) on lane at at, labelled label.
+func (d *playDrawing) mark(i, lane int, at int64, mk picture.ID, label string) int {
+	return d.markAs(i, lane, at, picture.Marks[mk].Class, mk.Glyph(), label)
+}
+
+// markAs draws event i as a mark on lane at at, or counts it into the lane's latest mark of the
+// same class and glyph when that one is less than markSpan of the play away. Only the
+// inventory's stock counts are drawn with no entry of picture.Marks: their glyph is the count.
+func (d *playDrawing) markAs(i, lane int, at int64, class, glyph, label string) int {
 	key := [2]int{lane, d.tb.styleOf(pageStyle{class, glyph, label})}
 	if m, ok := d.last[key]; ok {
 		if prev := &d.p.Marks[m]; float64(at-prev.At) < markSpan*float64(d.p.End) {
@@ -118,12 +124,8 @@ func (d *playDrawing) event(e referee.Event) {
 	case referee.EvStart:
 		d.waits[order] = at
 	case referee.EvCommand:
-		if e.Cmd != nil && e.Buyer > 0 {
-			class := "cmd"
-			if e.Cmd.Stock {
-				class = "scmd"
-			}
-			m = d.mark(i, lane, at, class, commandGlyph(e.Cmd), "")
+		if mk := picture.OfCommand(e.Cmd, d.waiter(order)); mk != picture.None && e.Buyer > 0 {
+			m = d.mark(i, lane, at, mk, "")
 		}
 	case referee.EvEnter:
 		d.endWait(order, at)
@@ -131,13 +133,13 @@ func (d *playDrawing) event(e referee.Event) {
 			d.insides[order] = at
 		}
 		lane = d.stockLane()
-		m = d.mark(i, lane, at, "read", fmt.Sprint(e.Stock), stockLabel(e))
+		m = d.markAs(i, lane, at, "read", fmt.Sprint(e.Stock), stockLabel(e))
 	case referee.EvWrite:
 		lane = d.stockLane()
-		m = d.mark(i, lane, at, "write", fmt.Sprint(e.Stock), stockLabel(e))
+		m = d.markAs(i, lane, at, "write", fmt.Sprint(e.Stock), stockLabel(e))
 	case referee.EvFenced:
 		lane = d.stockLane()
-		m = d.mark(i, lane, at, "fenced", "✗", stockLabel(e))
+		m = d.mark(i, lane, at, picture.Fenced, stockLabel(e))
 	case referee.EvExit:
 		if from, ok := d.insides[order]; ok {
 			d.bar(d.buyerLane(e.Buyer), from, at, "in", "", -1)
@@ -151,18 +153,18 @@ func (d *playDrawing) event(e referee.Event) {
 		}
 		switch {
 		case e.Sold && e.Err == "":
-			m = d.mark(i, lane, at, "done", "✓", "")
+			m = d.mark(i, lane, at, picture.Sold, "")
 		case e.Err != "":
-			m = d.mark(i, lane, at, "failed", "✗", "")
+			m = d.mark(i, lane, at, picture.Failed, "")
 		default:
-			m = d.mark(i, lane, at, "done", "–", "")
+			m = d.mark(i, lane, at, picture.NoSale, "")
 		}
 	case referee.EvRejected:
-		m = d.mark(i, lane, at, "rejected", "✗", "")
+		m = d.mark(i, lane, at, picture.Rejected, "")
 	case referee.EvRefused:
-		m = d.mark(i, lane, at, "refused", "n", "")
+		m = d.mark(i, lane, at, picture.Refused, "")
 	case referee.EvWaiting:
-		m = d.mark(i, lane, at, "waiting", "w", "")
+		m = d.mark(i, lane, at, picture.Waiting, "")
 	case referee.EvOverlap:
 		d.p.Overlaps++
 		for _, b := range []int{e.Buyer, e.Other} {
@@ -171,7 +173,7 @@ func (d *playDrawing) event(e referee.Event) {
 			}
 		}
 	case referee.EvFault:
-		m = d.mark(i, lane, at, "fault", "⚡", string(e.Fault))
+		m = d.mark(i, lane, at, picture.Fault, string(e.Fault))
 	case referee.EvFrozen:
 		d.frozen[e.Buyer] = at
 	case referee.EvThawed:
@@ -196,16 +198,16 @@ func (d *playDrawing) event(e referee.Event) {
 			}
 		}
 		d.bar(lane, at, d.p.End, "dead", "", i)
-		m = d.mark(i, lane, at, "crash", "✖", "")
+		m = d.mark(i, lane, at, picture.Crashed, "")
 	case referee.EvReentry:
 		if e.OK {
-			m = d.mark(i, lane, at, "reentry", "r", "")
+			m = d.mark(i, lane, at, picture.Reentry, "")
 		} else {
-			m = d.mark(i, lane, at, "failed", "r", "")
+			m = d.mark(i, lane, at, picture.ReentryFailed, "")
 		}
 	case referee.EvViolation:
 		lane = -1
-		m = d.mark(i, -1, at, "viol", "!", "")
+		m = d.mark(i, -1, at, picture.Violation, "")
 	case referee.EvAcquired:
 		lane = d.nodeLane(e.Node)
 		n := lane - d.buyers
@@ -219,19 +221,19 @@ func (d *playDrawing) event(e referee.Event) {
 		if _, ok := d.holds[e.Buyer]; !ok {
 			d.holds[e.Buyer] = at
 		}
-		m = d.mark(i, lane, at, "acquired", "+", "")
+		m = d.mark(i, lane, at, picture.Acquired, "")
 	case referee.EvReleased:
 		lane = d.nodeLane(e.Node)
 		d.endHold(e.Buyer, lane-d.buyers, at, e.Left)
-		m = d.mark(i, lane, at, "released", "✓", "")
+		m = d.mark(i, lane, at, picture.Released, "")
 	case referee.EvForeign:
 		lane = d.nodeLane(e.Node)
 		d.endHold(e.Other, lane-d.buyers, at, e.Left)
-		class := "foreign"
+		mk := picture.Foreign
 		if e.Left { // no hold ended here, and no violation
-			class = "left"
+			mk = picture.Left
 		}
-		m = d.mark(i, lane, at, class, "!", fmt.Sprintf("b%d", e.Buyer))
+		m = d.mark(i, lane, at, mk, fmt.Sprintf("b%d", e.Buyer))
 	case referee.EvExpired:
 		lane = d.nodeLane(e.Node)
 		when := at
@@ -241,17 +243,17 @@ func (d *playDrawing) event(e referee.Event) {
 		if e.Other > 0 {
 			d.endHold(e.Other, lane-d.buyers, when, e.Left)
 		}
-		m = d.mark(i, lane, when, "expired", "x", "")
+		m = d.mark(i, lane, when, picture.Expired, "")
 	case referee.EvLost:
 		lane = d.nodeLane(e.Node)
 		d.endHold(e.Other, lane-d.buyers, at, e.Left)
-		m = d.mark(i, lane, at, "lost", "?", "")
+		m = d.mark(i, lane, at, picture.Lost, "")
 	case referee.EvFailover:
 		lane = d.nodeLane(e.Node)
-		m = d.mark(i, lane, at, "node", "F", "")
+		m = d.mark(i, lane, at, picture.Failover, "")
 	case referee.EvRestart:
 		lane = d.nodeLane(e.Node)
-		m = d.mark(i, lane, at, "node", "R", "")
+		m = d.mark(i, lane, at, picture.Restart, "")
 	case referee.EvFree:
 		// Every hold has ended: one another process's write took over ends here, with no event
 		// of its own (an expiry is seen late: the lock came free at Due).
@@ -264,6 +266,13 @@ func (d *playDrawing) event(e referee.Event) {
 		return
 	}
 	d.p.Events = append(d.p.Events, pageEvent{At: at, Lane: lane, Word: d.tb.wordOf(e.Words()), Mark: m})
+}
+
+// waiter tells whether order o waits for another's lock: it waits, and its buyer holds none.
+func (d *playDrawing) waiter(o [2]int) bool {
+	_, waits := d.waits[o]
+	_, holds := d.holds[o[0]]
+	return waits && !holds
 }
 
 // endWait ends order o's wait at at: its first read, or its end without one.
@@ -360,26 +369,6 @@ func (d *playDrawing) close(end int64) {
 		return cmp.Or(cmp.Compare(x[0].(int), y[0].(int)), cmp.Compare(x[1].(int64), y[1].(int64)),
 			cmp.Compare(x[2].(int64), y[2].(int64)), cmp.Compare(x[3].(string), y[3].(string)), cmp.Compare(x[4].(string), y[4].(string)))
 	})
-}
-
-// commandGlyph is a command's mark: G and S for the stock's GET and SET, N for a SET NX (a try
-// for the lock), L for a Lua script, D for DEL, P for a PEXPIRE, else its first letter.
-func commandGlyph(c *referee.Command) string {
-	switch {
-	case c.Stock && c.Name == "GET":
-		return "G"
-	case c.Stock:
-		return "S"
-	case c.NX:
-		return "N"
-	case strings.HasPrefix(c.Name, "EVAL"), strings.HasPrefix(c.Name, "FCALL"):
-		return "L"
-	case c.Name == "PEXPIRE", c.Name == "EXPIRE":
-		return "P"
-	case c.Name == "":
-		return "·"
-	}
-	return c.Name[:1]
 }
 
 // stockLabel is the label of a stock command's mark on the inventory's lane: whose it is, and
