@@ -21,12 +21,12 @@ type board struct {
 	canFail  bool // the lock server has a replica
 
 	initial, shelf, confirmed, commands, drops int
-	lanes                                      []*lane // buyer n at index n-1
+	pic                                        *picture.Fold // the lanes, as the page draws them too
+	lanes                                      []*lane       // buyer n at index n-1
 	lock                                       *lane
 	nodeLanes                                  []*lane         // a quorum lock's nodes, one lane each (nodes.go)
 	owner                                      int             // the lock's owner: on a quorum, the buyer holding a majority
 	nodes                                      []nodeView      // each lock node as the events tell it (nodes.go)
-	inside                                     map[[2]int]bool // the orders inside: {buyer, order}
 	overlapLogged                              map[[2]int]bool // pairs of buyers whose overlap the log has said
 	armed, failedOver                          bool
 	viol                                       map[steps.Kind]string        // the referee's sentence for each kind it found
@@ -72,10 +72,22 @@ func newArena(sc steps.Scenario, t history.Timing, stock int, lockKey string, ca
 	if res <= 0 {
 		res = time.Millisecond
 	}
-	return &board{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
-		initial: stock, shelf: stock, lock: newLane(0), inside: map[[2]int]bool{}, overlapLogged: map[[2]int]bool{},
+	a := &board{scenario: sc, timing: t, res: res, lockKey: lockKey, canFail: canFail,
+		initial: stock, shelf: stock, lock: &lane{n: picture.Owner}, overlapLogged: map[[2]int]bool{},
 		viol: map[steps.Kind]string{}, violAt: map[steps.Kind]time.Duration{}, violWho: map[steps.Kind][]int{}, roster: roster{retired: map[int]bool{}},
-		nodes: make([]nodeView, max(nodes, 1)), loss: "failover"}
+		nodes: make([]nodeView, max(nodes, 1)), loss: "failover", pic: picture.NewFold(nodes, false)}
+	if a.multi() {
+		for i := range a.nodes {
+			a.nodeLanes = append(a.nodeLanes, &lane{n: picture.Node(i)})
+		}
+	}
+	return a
+}
+
+// takesNoLock says the step takes no lock (step 1): an order is at work from its start.
+func (a *board) takesNoLock() {
+	a.noLock = true
+	a.pic = picture.NewFold(len(a.nodes), true)
 }
 
 func (a *board) bucket(d time.Duration) int64 { return int64(d / a.res) }
@@ -83,29 +95,21 @@ func (a *board) bucket(d time.Duration) int64 { return int64(d / a.res) }
 // fresh is an empty board for the same step, scenario and pace: a scenario's next play.
 func (a *board) fresh() *board {
 	b := newArena(a.scenario, a.timing, a.initial, a.lockKey, a.canFail, len(a.nodes))
-	b.noLock = a.noLock
+	if a.noLock {
+		b.takesNoLock()
+	}
 	return b
 }
 
-// zoom redraws a finished scenario's lanes at the resolution that fits its whole run in cols
-// columns, from its events: a short break is not five columns at the left of a fixed axis, nor a
-// long one cut. Live buyers scroll instead; a run whose oldest events were dropped is left as it
-// is drawn.
+// zoom draws a finished scenario's lanes at the resolution that fits its whole run in cols
+// columns: a short break is not five columns at the left of a fixed axis, nor a long one cut.
+// Live buyers scroll instead; a run whose oldest events were dropped is left as it is drawn.
 func (a *board) zoom(cols int) {
 	if !a.done || a.scenario == "" || cols == a.zoomed || a.last <= 0 || a.hist.base > 0 {
 		return
 	}
 	a.zoomed = cols
-	res := max(a.last/time.Duration(max(cols-6, 4)), time.Millisecond) // room for marks spilling past the end
-	if res == a.res {
-		return
-	}
-	z := newArena(a.scenario, a.timing, -1, a.lockKey, a.canFail, len(a.nodes))
-	z.res, z.noLock = res, a.noLock
-	for i := a.hist.base; i <= a.hist.last(); i++ {
-		z.fold(a.hist.at(i).ev)
-	}
-	a.res, a.lanes, a.lock, a.nodeLanes = res, z.lanes, z.lock, z.nodeLanes
+	a.res = max(a.last/time.Duration(max(cols-6, 4)), time.Millisecond) // room for marks spilling past the end
 	if a.rw != nil {
 		a.rw.endB = a.bucket(a.now)
 	}
@@ -113,7 +117,7 @@ func (a *board) zoom(cols int) {
 
 func (a *board) buyer(n int) *lane {
 	for len(a.lanes) < n {
-		a.lanes = append(a.lanes, newLane(len(a.lanes)+1))
+		a.lanes = append(a.lanes, &lane{n: len(a.lanes) + 1})
 	}
 	return a.lanes[n-1]
 }
@@ -123,6 +127,7 @@ func (a *board) advance(now time.Duration) {
 	if now > a.now {
 		a.now = now
 	}
+	a.pic.Advance(now)
 }
 
 func (a *board) logf(at time.Duration, format string, args ...any) {
@@ -134,128 +139,46 @@ func (a *board) logf(at time.Duration, format string, args ...any) {
 	a.log = append(a.log, line)
 }
 
-// setOverlap marks every buyer inside as overlapping while two or more orders are inside (two
-// orders of one buyer, a second request, count as two).
-func (a *board) setOverlap(b int64) {
-	many := len(a.inside) >= 2
-	for o := range a.inside {
-		l := a.buyer(o[0])
-		l.at(b)
-		l.overlap = many
-		l.touch(b)
-	}
-}
-
-func (a *board) setOwner(n int, b int64) {
-	if a.owner != 0 {
-		o := a.buyer(a.owner)
-		o.at(b)
-		o.holding = false
-		o.touch(b)
-	}
-	a.owner = n
-	a.lock.at(b)
-	a.lock.own = n
-	a.lock.touch(b)
-	if n != 0 {
-		o := a.buyer(n)
-		o.at(b)
-		o.holding = true
-		o.touch(b)
-	}
-}
-
 // apply folds one event into the picture, and keeps it for rewind.
 func (a *board) apply(e referee.Event) {
 	a.fold(e)
 	a.hist.add(e, a)
 }
 
-// fold folds one event into the picture.
+// fold folds one event into the picture: the lanes (a.pic) and what the board says beside them.
 func (a *board) fold(e referee.Event) {
 	if e.At > a.last {
 		a.last = e.At
 	}
 	a.advance(e.At)
-	b := a.bucket(e.At)
-	var l *lane
+	a.pic.Add(e)
 	if e.Buyer > 0 {
-		l = a.buyer(e.Buyer)
-		l.at(b)
+		a.buyer(e.Buyer)
 	}
 	switch e.Kind {
 	case referee.EvCommand:
 		a.commands++
-		if l == nil { // a probe's command (buyer 0) has no lane
-			break
+		if m := picture.OfCommand(e.Cmd, false); m == picture.Renew || m == picture.LockScript {
+			a.renewed(e) // the owner was alive (a Lua lock that re-enters rewrote its lock too)
 		}
-		waiter := e.Buyer != a.owner && l.waiting && !l.inside
-		switch m := picture.OfCommand(e.Cmd, waiter); m {
-		case picture.None, picture.Other:
-		case picture.StockSet:
-			// drawn when the write lands (EvWrite): a paused process sends it only after the pause
-		case picture.Try:
-			// drawn as the lane's spinning (~), counted per bucket
-			if c := l.at(b); c != nil && c.spins < 1<<15 {
-				c.spins++
-			}
-		default:
-			l.mark(b, m)
-			if m == picture.Renew || m == picture.LockScript {
-				a.renewed(e) // the owner was alive (a Lua lock that re-enters rewrote its lock too)
-			}
-		}
-	case referee.EvStart:
-		l.under[e.Order] = true
-		if a.noLock { // no lock to wait for: the order is at work from the start
-			l.work[e.Order] = true
-		} else {
-			l.order(e.Order, true, false)
-		}
-		l.touch(b)
 	case referee.EvEnter:
 		if a.initial < 0 { // a scenario's stock is known from its first read
 			a.initial, a.shelf = e.Stock, e.Stock
 		}
-		l.order(e.Order, false, true)
-		a.inside[[2]int{e.Buyer, e.Order}] = true
-		a.logf(e.At, "%s", e.Words())
-		a.setOverlap(b)
+		if a.noLock || e.Granted {
+			a.logf(e.At, "%s", e.Words())
+		}
 	case referee.EvLine:
 		a.line = e.Line
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvPublish:
-		if l != nil { // a probe's command (buyer 0) has no lane
-			l.mark(b, picture.Publish)
-		}
 		a.published++
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvWrite:
-		l.mark(b, picture.StockSet)
 		a.confirmed++
 		a.shelf = e.Stock
 		a.logf(e.At, "%s", e.Words())
-	case referee.EvExit:
-		l.order(e.Order, false, false)
-		l.overlap = false
-		delete(a.inside, [2]int{e.Buyer, e.Order})
-		l.touch(b)
-		a.setOverlap(b)
-	case referee.EvRefused:
-		// Lock answered false: the order stops waiting (it returns, or tries again later)
-		if l.waitO[e.Order] {
-			l.order(e.Order, false, false)
-			l.touch(b)
-		}
 	case referee.EvDone:
-		delete(l.under, e.Order)
-		delete(l.work, e.Order)
-		l.order(e.Order, false, false)
-		if !l.inside {
-			l.overlap = false
-		}
-		delete(a.inside, [2]int{e.Buyer, e.Order})
-		l.touch(b)
 		// An order that sold and returned nothing is the news of its write; a refusal is the
 		// news of the lane. The rest is said.
 		if !(e.Err == "" && e.Sold) && !strings.Contains(e.Err, steps.ErrBusy.Error()) {
@@ -276,40 +199,13 @@ func (a *board) fold(e referee.Event) {
 		}
 		a.overlapLogged[pair] = true
 	case referee.EvFenced:
-		l.mark(b, picture.Fenced)
 		a.fenced++
 		a.fenceBy = fmt.Sprintf("buyer %d's token %d < the highest seen", e.Buyer, e.Token)
 		a.logf(e.At, "%s", e.Words())
-	case referee.EvPartitioned:
-		l.cut = true
-		l.touch(b)
-		a.logf(e.At, "%s", e.Words())
-	case referee.EvHealed:
-		l.cut = false
-		l.touch(b)
-		a.logf(e.At, "%s", e.Words())
-	case referee.EvRejected:
+	case referee.EvPartitioned, referee.EvHealed, referee.EvRejected, referee.EvFault, referee.EvFrozen, referee.EvThawed, referee.EvCrashed:
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvAcquired, referee.EvReleased, referee.EvForeign, referee.EvExpired, referee.EvLost, referee.EvFailover, referee.EvRestart:
-		a.lockEvent(e, b)
-	case referee.EvFault:
-		a.logf(e.At, "%s", e.Words())
-	case referee.EvFrozen:
-		l.frozen = true
-		l.touch(b)
-		a.logf(e.At, "%s", e.Words())
-	case referee.EvThawed:
-		l.frozen = false
-		l.touch(b)
-		a.logf(e.At, "%s", e.Words())
-	case referee.EvCrashed:
-		l.crashed, l.frozen, l.cut, l.holding = true, false, false, false
-		clear(l.waitO)
-		clear(l.under)
-		clear(l.work)
-		l.order(0, false, false)
-		l.touch(b)
-		a.logf(e.At, "%s", e.Words())
+		a.lockEvent(e)
 	case referee.EvReentry:
 		if !e.OK {
 			a.logf(e.At, "%s", e.Words())
@@ -321,6 +217,13 @@ func (a *board) fold(e referee.Event) {
 		} else {
 			a.logf(e.At, "also seen (not judged by %s) %s: %s", a.scenario, e.Viol, e.Sentence)
 		}
+	}
+	for i := range a.nodes {
+		a.nodes[i].owner = a.pic.Holder(i)
+	}
+	a.owner = a.pic.Owner()
+	if a.scenario == "" && a.pic.Events()%1024 == 0 { // a live session keeps what its timeline can show
+		a.pic.Forget(a.now - 2*ringN*a.res)
 	}
 }
 

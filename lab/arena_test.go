@@ -37,15 +37,17 @@ func TestArenaTimeline(t *testing.T) {
 	at := func(b int) time.Duration { return time.Duration(b) * res }
 	a.apply(referee.Event{At: at(0), Kind: referee.EvStart, Buyer: 1})
 	a.apply(referee.Event{At: at(0), Kind: referee.EvAcquired, Buyer: 1})
-	a.apply(referee.Event{At: at(0), Kind: referee.EvEnter, Buyer: 1, Stock: 10})
+	a.apply(referee.Event{At: at(0), Kind: referee.EvEnter, Buyer: 1, Stock: 10, Granted: true})
 	a.apply(referee.Event{At: at(1), Kind: referee.EvStart, Buyer: 2})
 	for i := 0; i < 1000; i++ { // buyer 2 spins: one glyph per column, not one per command
 		a.apply(referee.Event{At: at(1 + i/200), Kind: referee.EvCommand, Buyer: 2, Cmd: &referee.Command{Name: "SET", NX: true, OnLock: true, Label: "SET NX lock", Long: "SET NX lock"}})
 	}
-	a.apply(referee.Event{At: at(6), Kind: referee.EvEnter, Buyer: 2, Stock: 10})
+	a.apply(referee.Event{At: at(6), Kind: referee.EvEnter, Buyer: 2, Stock: 10, Granted: true})
 	a.apply(referee.Event{At: at(8), Kind: referee.EvCommand, Buyer: 1, Cmd: &referee.Command{Name: "SET", Stock: true, Label: "SET stock", Long: "SET stock"}})
 	a.apply(referee.Event{At: at(8), Kind: referee.EvWrite, Buyer: 1, Stock: 9})
 	a.apply(referee.Event{At: at(8), Kind: referee.EvExit, Buyer: 1})
+	// the referee finds the overlap when buyer 1's write lands: from buyer 2's read to that write
+	a.apply(referee.Event{At: at(8), Kind: referee.EvOverlap, Buyer: 2, Other: 1, From: at(6), To: at(8)})
 	a.apply(referee.Event{At: at(9), Kind: referee.EvFrozen, Buyer: 2})
 	a.apply(referee.Event{At: at(11), Kind: referee.EvCrashed, Buyer: 2})
 	a.advance(at(12))
@@ -79,7 +81,7 @@ func TestSecondRequestAndPartition(t *testing.T) {
 	a := newArena("", tm, 10, "k", true, 1)
 	at := func(b int) time.Duration { return time.Duration(b) * a.res }
 	ev := func(b int, k referee.EventKind, buyer, order int) {
-		a.apply(referee.Event{At: at(b), Kind: k, Buyer: buyer, Order: order, Stock: 10})
+		a.apply(referee.Event{At: at(b), Kind: k, Buyer: buyer, Order: order, Stock: 10, Granted: k == referee.EvEnter})
 	}
 	tl := timeline{a: a}
 	tl.SetSize(40, 4)
@@ -93,11 +95,14 @@ func TestSecondRequestAndPartition(t *testing.T) {
 	}
 	ev(4, referee.EvEnter, 1, 2) // … or walks in (step 10)
 	a.advance(at(5))
-	if l := tl.View()[2]; !strings.HasPrefix(l, "b1    ████▓") || !strings.Contains(l, "▓ 2 inside") {
-		t.Errorf("two orders of one buyer inside: %q", l)
+	if l := tl.View()[2]; !strings.HasPrefix(l, "b1    ██████ ") || !strings.Contains(l, "█ 2 inside") {
+		t.Errorf("two orders of one buyer inside, not judged yet: %q", l)
 	}
 	ev(6, referee.EvExit, 1, 1)
 	ev(6, referee.EvDone, 1, 1)
+	// the referee finds the overlap at the first order's write: the picture draws it back from the
+	// second order's read
+	a.apply(referee.Event{At: at(6), Kind: referee.EvOverlap, Buyer: 1, Other: 1, From: at(4), To: at(6)})
 	a.advance(at(7))
 	if l := tl.View()[2]; !strings.Contains(l, "▓▓█") || !strings.HasSuffix(l, "█ inside") {
 		t.Errorf("the first order left, the second is inside alone: %q", l)
@@ -149,7 +154,7 @@ func liveArena(t *testing.T, i int) *model {
 
 // sell makes buyer n read stock `read` and write read-1 at time at.
 func sell(a *board, at time.Duration, n, read int) {
-	a.apply(referee.Event{At: at, Kind: referee.EvEnter, Buyer: n, Stock: read})
+	a.apply(referee.Event{At: at, Kind: referee.EvEnter, Buyer: n, Stock: read, Granted: true})
 	a.apply(referee.Event{At: at, Kind: referee.EvWrite, Buyer: n, Stock: read - 1})
 	a.apply(referee.Event{At: at, Kind: referee.EvExit, Buyer: n})
 }

@@ -97,7 +97,7 @@ func arenaWith(t *testing.T, n, w, h int) string {
 	for b := 1; b <= n; b++ {
 		m.ar.apply(referee.Event{At: time.Millisecond, Kind: referee.EvStart, Buyer: b})
 	}
-	m.ar.apply(referee.Event{At: 2 * time.Millisecond, Kind: referee.EvEnter, Buyer: 1, Stock: 100})
+	m.ar.apply(referee.Event{At: 2 * time.Millisecond, Kind: referee.EvEnter, Buyer: 1, Stock: 100, Granted: true})
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	return m.View()
 }

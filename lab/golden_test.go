@@ -223,7 +223,7 @@ func BenchmarkView(b *testing.B) {
 		}
 		h := i%50 + 1
 		a.apply(referee.Event{At: at, Kind: referee.EvAcquired, Buyer: h})
-		a.apply(referee.Event{At: at, Kind: referee.EvEnter, Buyer: h, Stock: 5})
+		a.apply(referee.Event{At: at, Kind: referee.EvEnter, Buyer: h, Stock: 5, Granted: true})
 		a.apply(referee.Event{At: at, Kind: referee.EvCommand, Buyer: h, Cmd: &referee.Command{Name: "GET", Stock: true, Label: "GET stock", Long: "GET stock"}})
 		a.apply(referee.Event{At: at, Kind: referee.EvWrite, Buyer: h, Stock: 4})
 		a.apply(referee.Event{At: at, Kind: referee.EvExit, Buyer: h})

@@ -1,132 +1,49 @@
 package main
 
-import "github.com/lockstep-lab/lockstep/lab/picture"
+import (
+	"time"
 
-// ringN is how many time buckets a lane remembers: the widest timeline the lab draws.
+	"github.com/lockstep-lab/lockstep/lab/picture"
+)
+
+// ringN is how many time buckets the timeline draws at most: its widest, and what a live session
+// keeps of its past (board.forget).
 const ringN = 512
 
 // logN is how many lines the event log keeps.
 const logN = 64
 
 // A lane's state in one time bucket, lowest priority first: a bucket shows the strongest state
-// it saw.
+// it saw (picture.StateOf).
 const (
-	stIdle uint8 = iota
-	stWait
-	stWork    // at work without a lock (a step that takes none): no critical section to be in
-	stHold    // owns the lock, outside the critical section
-	stInside  // inside the critical section
-	stCut     // cut off from the lock server (a partition), not inside
-	stCutIn   // inside, cut off from the lock server: its lock cannot tell it anything
-	stOverlap // inside while another order is inside too
-	stFrozen
-	stCrashed
+	stIdle    = picture.Idle
+	stWait    = picture.Waits
+	stWork    = picture.Works
+	stHold    = picture.Holds
+	stInside  = picture.In
+	stCut     = picture.CutOff
+	stCutIn   = picture.CutIn
+	stOverlap = picture.Overlaps
+	stFrozen  = picture.IsFrozen
+	stCrashed = picture.IsCrashed
 )
 
-// tcell is one time bucket of one lane.
+// lane is one row of the timeline: buyer n (n ≥ 1), the lock (picture.Owner), or a quorum's
+// node (picture.Node(i)). What it shows is the board's fold's (picture.Fold).
+type lane struct{ n int }
+
+// tcell is one time bucket of one lane, as the fold draws it.
 type tcell struct {
-	b     int64         // the bucket this cell holds (a ring slot is reused)
-	st    uint8         // strongest state seen in the bucket
+	st    picture.State
+	flags picture.Flags
 	marks [3]picture.ID // command marks, in order (the most telling kept when more arrive)
-	spins uint16        // lock attempts while waiting
-	own   uint16        // lock lane: the owner (0 free)
+	tries int           // lock attempts (the terminal draws a waiter's as ~)
+	own   int           // the lock's and a node's lane: its holder (0 free)
 }
 
-// lane is one row of the timeline: a buyer, or the lock server (n == 0).
-type lane struct {
-	n       int
-	painted int64 // the last bucket painted; -1 before the first
-	ring    [ringN]tcell
-	// the buyer's state now
-	waiting, inside, overlap, holding, frozen, crashed, cut bool
-	own                                                     int // lock lane: the owner now
-	// the buyer's orders under way (a second request makes two): started and not returned,
-	// waiting for the lock, inside
-	under, waitO, inO map[int]bool
-	work              map[int]bool // orders at work without a lock
-}
-
-func newLane(n int) *lane {
-	return &lane{n: n, painted: -1, under: map[int]bool{}, waitO: map[int]bool{}, inO: map[int]bool{}, work: map[int]bool{}}
-}
-
-// order sets order k's state: waiting for the lock, inside, or neither (ended).
-func (l *lane) order(k int, waiting, inside bool) {
-	setIf(l.waitO, k, waiting)
-	setIf(l.inO, k, inside)
-	l.waiting, l.inside = len(l.waitO) > 0, len(l.inO) > 0
-}
-
-func setIf(m map[int]bool, k int, on bool) {
-	if on {
-		m[k] = true
-	} else {
-		delete(m, k)
-	}
-}
-
-func (l *lane) state() uint8 {
-	switch {
-	case l.crashed:
-		return stCrashed
-	case l.frozen:
-		return stFrozen
-	case l.inside && l.overlap:
-		return stOverlap
-	case l.cut && l.inside:
-		return stCutIn
-	case l.cut:
-		return stCut
-	case l.inside:
-		return stInside
-	case l.holding:
-		return stHold
-	case len(l.work) > 0:
-		return stWork
-	case l.waiting:
-		return stWait
-	}
-	return stIdle
-}
-
-// at paints the lane up to bucket b with its current state and returns b's cell, or nil if b has
-// left the ring.
-func (l *lane) at(b int64) *tcell {
-	if b > l.painted {
-		from := max(l.painted+1, b-ringN+1)
-		st, own := l.state(), uint16(l.own)
-		for x := from; x <= b; x++ {
-			l.ring[x%ringN] = tcell{b: x, st: st, own: own}
-		}
-		l.painted = b
-	}
-	if b < 0 || b <= l.painted-ringN {
-		return nil
-	}
-	c := &l.ring[b%ringN]
-	if c.b != b {
-		return nil
-	}
-	return c
-}
-
-// touch records the lane's (changed) state in bucket b.
-func (l *lane) touch(b int64) {
-	if c := l.at(b); c != nil {
-		c.st = max(c.st, l.state())
-		if l.own != 0 {
-			c.own = uint16(l.own)
-		}
-	}
-}
-
-// mark records command mark m in bucket b. A bucket keeps up to three marks in order; the
+// mark records command mark m in the cell. A bucket keeps up to three marks in order; the
 // timeline spills them into the columns after it, so GET → work → SET → DEL stay separate.
-func (l *lane) mark(b int64, m picture.ID) {
-	c := l.at(b)
-	if c == nil {
-		return
-	}
+func (c *tcell) mark(m picture.ID) {
 	for i, x := range c.marks {
 		switch {
 		case x == picture.None:
@@ -140,12 +57,87 @@ func (l *lane) mark(b int64, m picture.ID) {
 	}
 }
 
-// unown repaints the lock lane as free from bucket from on: the lock expired in Redis before
-// anyone noticed.
-func (l *lane) unown(from, to int64) {
-	for b := max(from, to-ringN+1, 0); b <= to; b++ {
-		if c := l.at(b); c != nil {
-			c.own = 0
+// buckets are lanes' cells for the buckets from on, to now: what one View draws.
+type buckets struct {
+	from, to int64
+	lanes    [][]tcell // the Owner's lane at 0, buyer n's at n
+	nodes    [][]tcell // node i's at i
+}
+
+// cells is lane l's cells (nil: a lane the board does not draw).
+func (bs *buckets) cells(l int) []tcell {
+	if i, ok := picture.NodeOf(l); ok {
+		if i < len(bs.nodes) {
+			return bs.nodes[i]
+		}
+		return nil
+	}
+	if l >= 0 && l < len(bs.lanes) {
+		return bs.lanes[l]
+	}
+	return nil
+}
+
+// at is lane l's cell of bucket b, nil outside the buckets.
+func (bs *buckets) at(l int, b int64) *tcell {
+	c := bs.cells(l)
+	if b < bs.from || b > bs.to || c == nil {
+		return nil
+	}
+	return &c[b-bs.from]
+}
+
+// draw lays the board's fold into buckets from..to: each lane's stretches as the strongest
+// state each bucket saw, its marks, tries and holder. A quorum's marks are drawn on its nodes'
+// lanes, a one-node lock's on the lock's.
+func (a *board) draw(from, to int64) *buckets {
+	n := int(to - from + 1)
+	bs := &buckets{from: from, to: to, lanes: make([][]tcell, len(a.lanes)+1), nodes: make([][]tcell, len(a.nodeLanes))}
+	for i := range bs.lanes {
+		bs.lanes[i] = make([]tcell, n)
+	}
+	for i := range bs.nodes {
+		bs.nodes[i] = make([]tcell, n)
+	}
+	lane := func(l int) []tcell {
+		if !a.multi() && l == picture.Node(0) {
+			return bs.lanes[picture.Owner] // a one-node lock: its lane is the Owner's
+		}
+		return bs.cells(l)
+	}
+	t0 := time.Duration(from) * a.res
+	a.pic.EachSpan(t0, func(s picture.Span) {
+		c := lane(s.Lane)
+		if c == nil || (!a.multi() && s.Lane == picture.Node(0)) {
+			return // a one-node lock's holds are the Owner's
+		}
+		lo, hi := max(a.bucket(s.From), from), min(a.bucket(s.To), to)
+		for b := lo; b <= hi; b++ {
+			x := &c[b-from]
+			if s.Kind == picture.Held {
+				x.own = s.Holder
+			} else {
+				x.flags |= 1 << s.Kind
+			}
+		}
+	})
+	for _, d := range a.pic.Marks(t0, time.Duration(to+1)*a.res-1) {
+		c := lane(d.Lane)
+		if c == nil {
+			continue
+		}
+		x := &c[a.bucket(d.At)-from]
+		switch {
+		case d.ID == picture.Try:
+			x.tries++
+		case d.ID.OnTerminal():
+			x.mark(d.ID)
 		}
 	}
+	for _, c := range append(bs.lanes, bs.nodes...) {
+		for i := range c {
+			c[i].st = picture.StateOf(c[i].flags)
+		}
+	}
+	return bs
 }

@@ -61,11 +61,11 @@ func (t *timeline) laneLine(l *lane, label string, first, nowB int64, cols int, 
 	return sb.String()
 }
 
-// cells lays out one lane's columns.
+// cells lays out one lane's columns: buckets first.. (nowB the last with a state; the columns
+// after it take the marks that spill past now).
 func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
 	t.buf = slices.Grow(t.buf[:0], cols)[:cols]
 	out := t.buf
-	l.at(nowB)
 	var spill [8]picture.ID // marks waiting for a column
 	ns := 0
 	for c := range out {
@@ -76,7 +76,7 @@ func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
 			copy(spill[:], spill[1:ns])
 			ns--
 		} else if b <= nowB {
-			if cl := l.at(b); cl != nil {
+			if cl := t.bs.at(l.n, b); cl != nil {
 				for _, mk := range cl.marks {
 					if mk != picture.None && ns < len(spill) {
 						spill[ns] = mk
@@ -105,8 +105,8 @@ func (t *timeline) cells(l *lane, first, nowB int64, cols int) []column {
 func (t *timeline) ownerNumbers(l *lane, cells []column, first, nowB int64) {
 	own := func(c int) int {
 		if b := first + int64(c); b <= nowB {
-			if cl := l.at(b); cl != nil {
-				return int(cl.own)
+			if cl := t.bs.at(l.n, b); cl != nil {
+				return cl.own
 			}
 		}
 		return 0
@@ -149,7 +149,7 @@ func (t *timeline) cellGlyph(l *lane, c *tcell) (rune, *lipgloss.Style) {
 		}
 		return '─', &sLockFree
 	}
-	if c.st == stWait && c.spins >= 2 {
+	if c.st == stWait && c.tries >= 2 {
 		return '~', &sCell[stWait]
 	}
 	if c.st == stIdle {

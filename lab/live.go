@@ -121,7 +121,7 @@ func (m *model) injected(msg injectMsg) {
 	if msg.err == nil && msg.who != 0 {
 		m.after = &aftermath{gen: m.gen, sc: msg.sc.Name, who: msg.who, said: m.msg}
 		if msg.sc.Name == steps.TwoRequests {
-			m.after.seen(m.ar.buyer(msg.who))
+			m.after.seen(m.ar, msg.who)
 		}
 	}
 }
@@ -147,7 +147,7 @@ func (af *aftermath) then(e referee.Event, a *board) string {
 	case af.sc == steps.TwoRequests && e.Kind == referee.EvStart && e.Buyer == af.who && af.second == 0:
 		af.second = e.Order
 	case af.sc == steps.TwoRequests && e.Kind == referee.EvEnter && e.Buyer == af.who && e.Order == af.second && len(af.others) > 0 &&
-		!slices.ContainsFunc(af.others, func(k int) bool { return a.buyer(af.who).under[k] }):
+		!slices.ContainsFunc(af.others, func(k int) bool { return a.pic.Under(af.who, k) }):
 		// the referee says nothing of a lock that made a request wait: the picture does
 		return fmt.Sprintf("buyer %d's second order waited its turn: it went in only once its other order had returned", af.who)
 	case af.sc == steps.Partition && e.Kind == referee.EvDone && e.Buyer == af.who && !e.Sold:
@@ -159,10 +159,8 @@ func (af *aftermath) then(e referee.Event, a *board) string {
 
 // seen takes the buyer's orders under way when the second request was answered: its events may
 // be in the picture already, the second order being the latest.
-func (af *aftermath) seen(l *lane) {
-	for k := range l.under {
-		af.others = append(af.others, k)
-	}
+func (af *aftermath) seen(a *board, n int) {
+	af.others = append(af.others, a.pic.UnderOrders(n)...)
 	if len(af.others) > 1 {
 		slices.Sort(af.others)
 		af.second, af.others = af.others[len(af.others)-1], af.others[:len(af.others)-1]

@@ -7,7 +7,6 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/lockstep-lab/lockstep/internal/referee"
-	"github.com/lockstep-lab/lockstep/lab/picture"
 )
 
 // The lock's nodes as the events tell them: who holds the lock on each, since when, and what
@@ -81,80 +80,34 @@ func (a *board) renewed(e referee.Event) {
 	}
 }
 
-// nodeLane is node i's own lane of the timeline, on a quorum lock (numbered -1, -2, …: lanes of
-// the lock server are numbered ≤ 0).
-func (a *board) nodeLane(i int) *lane {
-	for len(a.nodeLanes) <= i {
-		a.nodeLanes = append(a.nodeLanes, newLane(-len(a.nodeLanes)-1))
-	}
-	return a.nodeLanes[i]
-}
-
-// lockEvent folds an event about the lock on one node into the picture: the node's holder, the
-// lock lane's marks, and the owner (on a quorum, the majority's). A quorum's node lanes draw
-// each node's holder and marks; its lock lane draws only whom a majority gives the lock.
-func (a *board) lockEvent(e referee.Event, b int64) {
+// lockEvent says an event about the lock on one node in the log, and keeps what the node's
+// lines say beside its holder (the fold's): when its holder last wrote it, and what happened to
+// the node.
+func (a *board) lockEvent(e referee.Event) {
 	nv := a.node(e.Node)
-	expiredAt := b
-	marks := a.lock
-	if a.multi() {
-		marks = a.nodeLane(e.Node)
-		defer func() { // the node lane's holder, once the node's view is settled
-			nl := marks
-			nl.at(b)
-			if nl.own = nv.owner; nv.owner == 0 && e.Kind == referee.EvExpired {
-				nl.unown(expiredAt, b)
-			}
-			nl.touch(b)
-		}()
-	}
 	switch e.Kind {
 	case referee.EvAcquired:
-		nv.owner, nv.setAt = e.Buyer, e.At
+		nv.setAt = e.At
 		nv.noTTL = e.TTL < 0
 		if a.multi() {
-			a.logf(e.At, "%s (%d of %d nodes)", e.Words(), holds(a.nodes, e.Buyer), len(a.nodes))
+			a.logf(e.At, "%s (%d of %d nodes)", e.Words(), a.pic.Holds(e.Buyer), len(a.nodes))
 		} else {
 			a.logf(e.At, "%s", e.Words())
 		}
-	case referee.EvReleased:
-		nv.owner = 0
-		a.logf(e.At, "%s", e.Words())
-	case referee.EvForeign:
-		nv.owner = 0
-		marks.mark(b, picture.Foreign)
-		a.logf(e.At, "%s", e.Words())
-	case referee.EvExpired:
-		// The referee sees an expiry at the next lock command; Redis dropped the key one TTL
-		// after the owner last set it, so that is where the lock lane shows it.
-		if x := a.bucket(nv.setAt + a.timing.TTL); nv.setAt > 0 && x < b {
-			expiredAt = x
-		}
-		nv.owner = 0
-		marks.mark(expiredAt, picture.Expired)
-		a.logf(e.At, "%s", e.Words())
 	case referee.EvLost:
-		nv.owner = 0
-		marks.mark(b, picture.Lost)
 		a.logf(e.At, "%s, in the %s", e.Words(), a.loss)
 	case referee.EvFailover:
-		marks.mark(b, picture.Failover)
 		if e.OK {
 			a.failedOver, a.armed, a.loss, nv.fate = true, false, "failover", "failed over"
 		}
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvRestart:
-		marks.mark(b, picture.Restart)
 		if e.OK {
 			a.loss, nv.fate = "restart", "restarted"
 		}
 		a.logf(e.At, "%s", e.Words())
-	}
-	if o := majority(a.nodes); o != a.owner {
-		a.setOwner(o, b)
-		if o == 0 && e.Kind == referee.EvExpired {
-			a.lock.unown(expiredAt, b)
-		}
+	default:
+		a.logf(e.At, "%s", e.Words())
 	}
 }
 

@@ -300,8 +300,9 @@ func TestPageDrawsCommandsAsTheTerminal(t *testing.T) {
 		ref.Add(rec)
 	}
 	term := map[string]bool{}
+	bs := a.draw(0, a.bucket(a.now))
 	for _, l := range a.lanes {
-		for _, c := range l.ring {
+		for _, c := range bs.cells(l.n) {
 			for _, m := range c.marks {
 				if m != picture.None {
 					term[m.Glyph()] = true

@@ -87,7 +87,9 @@ func (m *model) playProgram(p *program) tea.Cmd {
 	}
 	// explore plays on the embedded backend, whose lock server has a replica
 	m.ar = newArena(steps.Scenario(h.Scenario), h.Timing, h.Stock, h.LockKey, h.Backend == "embedded", len(h.Nodes))
-	m.ar.noLock = course.TakesNoLock(p.step)
+	if course.TakesNoLock(p.step) {
+		m.ar.takesNoLock()
+	}
 	m.ar.prog = &replay{program: p, pace: pace}
 	m.msg = fmt.Sprintf("playing the program in %s at the lab's pace (%s)…", p.file, speedText(m.slow))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -289,11 +289,11 @@ func TestFaultThenWhatCameOfIt(t *testing.T) {
 	}
 	// the second order's start reaches the picture before the key's answer does
 	m.ar.apply(referee.Event{Kind: referee.EvStart, Buyer: 3, Order: 6})
-	m.ar.apply(referee.Event{Kind: referee.EvEnter, Buyer: 3, Order: 6})
+	m.ar.apply(referee.Event{Kind: referee.EvEnter, Buyer: 3, Order: 6, Granted: true})
 	m.ar.apply(referee.Event{Kind: referee.EvStart, Buyer: 3, Order: 7})
 	m.injected(injectMsg{gen: m.gen, sc: scenario.TwoRequests, who: 3})
 	for _, e := range []referee.Event{{Kind: referee.EvStart, Buyer: 3, Order: 8}, {Kind: referee.EvDone, Buyer: 3, Order: 8, Sold: true}, {Kind: referee.EvExit, Buyer: 3, Order: 6}, {Kind: referee.EvDone, Buyer: 3, Order: 6, Sold: true},
-		{Kind: referee.EvEnter, Buyer: 3, Order: 7}} {
+		{Kind: referee.EvEnter, Buyer: 3, Order: 7, Granted: true}} {
 		m.ar.apply(e)
 		m.follow(e)
 	}

@@ -158,7 +158,9 @@ func (m *model) timing() history.Timing { return history.DefaultTiming().Scaled(
 // Redis could not start (m.msg then says why).
 func (m *model) prepareArena(scenario steps.Scenario, t history.Timing, stock int) (redisenv.Env, *feed) {
 	m.ar = newArena(scenario, t, stock, arena.LockName, true, m.step().Nodes)
-	m.ar.noLock = course.TakesNoLock(m.step())
+	if course.TakesNoLock(m.step()) {
+		m.ar.takesNoLock()
+	}
 	if m.opt.offline {
 		return nil, nil
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockstep-lab/lockstep/lab/picture"
 )
 
 // timeline draws the arena's lanes: a ruler, the lock server's lane and one lane per buyer, time
@@ -14,7 +16,8 @@ type timeline struct {
 	w, rows int   // columns, and lines for buyer lanes at most
 	keep    []int // buyers to show first when not all fit: those a sentence on screen names
 	buf     []column
-	cur     int // the rewind cursor's column, -1 if none is drawn
+	cur     int      // the rewind cursor's column, -1 if none is drawn
+	bs      *buckets // the lanes' buckets this View draws
 }
 
 // SetSize gives the timeline w columns and rows lines for buyer lanes.
@@ -33,14 +36,15 @@ func (t *timeline) View() []string {
 	cols := min(max(t.w-labelW-statusW, 10), ringN)
 	a.zoom(cols)
 	nowB, cur := a.window(cols) // in rewind, the view around the cursor
+	t.bs = a.draw(max(0, nowB-int64(cols)-8), nowB)
 	lanes, hidden := t.pick(nowB - int64(cols) + 1)
 	// Marks made at the last instant spill past now: leave them the columns they need.
-	tail := spillPast(a.lock, nowB)
+	tail := t.spillPast(a.lock, nowB)
 	for _, l := range a.nodeLanes {
-		tail = max(tail, spillPast(l, nowB))
+		tail = max(tail, t.spillPast(l, nowB))
 	}
 	for _, l := range lanes {
-		tail = max(tail, spillPast(l, nowB))
+		tail = max(tail, t.spillPast(l, nowB))
 	}
 	first := max(0, nowB+int64(tail)-int64(cols)+1)
 	t.cur = -1
@@ -69,8 +73,8 @@ func (t *timeline) View() []string {
 	out = append(out, t.laneLine(a.lock, "lock", first, nowB, cols, lockStatus))
 	for i, l := range a.nodeLanes { // a quorum's nodes: who holds the lock on each
 		st := "free"
-		if l.own != 0 {
-			st = fmt.Sprintf("buyer %d", l.own)
+		if o := a.pic.Holder(i); o != 0 {
+			st = fmt.Sprintf("buyer %d", o)
 		}
 		out = append(out, t.laneLine(l, fmt.Sprintf(" @%d", i+1), first, nowB, cols, sDim.Render(st)))
 	}
@@ -107,7 +111,7 @@ func (t *timeline) pick(from int64) (shown, hidden []*lane) {
 			return 4
 		case l.n == a.owner || (a.read && l.n == a.lk.st.Owner):
 			return 3
-		case l.state() != stIdle:
+		case a.state(l.n) != stIdle:
 			return 2
 		case t.active(l, from, nowB):
 			return 1
@@ -124,13 +128,13 @@ func (t *timeline) pick(from int64) (shown, hidden []*lane) {
 }
 
 // spillPast is how many marks of lane l's last buckets still wait for a column after now.
-func spillPast(l *lane, nowB int64) int {
+func (t *timeline) spillPast(l *lane, nowB int64) int {
 	ns := 0
 	for b := max(0, nowB-8); b <= nowB; b++ {
 		n := 0
-		if c := l.at(b); c != nil {
+		if c := t.bs.at(l.n, b); c != nil {
 			for _, mk := range c.marks {
-				if mk != 0 {
+				if mk != picture.None {
 					n++
 				}
 			}
@@ -142,29 +146,40 @@ func spillPast(l *lane, nowB int64) int {
 
 // active tells whether lane l has anything but idle cells between buckets from and to.
 func (t *timeline) active(l *lane, from, to int64) bool {
-	if l.state() != stIdle {
+	if t.a.state(l.n) != stIdle {
 		return true
 	}
-	for b := max(from, to-ringN+1, 0); b <= to; b++ {
-		if c := l.at(b); c != nil && (c.st != stIdle || c.marks[0] != 0) {
+	for b := max(from, 0); b <= to; b++ {
+		if c := t.bs.at(l.n, b); c != nil && (c.st != stIdle || c.marks[0] != picture.None) {
 			return true
 		}
 	}
 	return false
 }
 
+// state is buyer n's lane's state now.
+func (a *board) state(n int) picture.State {
+	st, _, _, _ := a.pic.Buyer(n)
+	return st
+}
+
 // laneStatus is what a buyer does now, in words, after its lane.
 func (t *timeline) laneStatus(l *lane, nowB int64) string {
-	st := l.state()
+	st, _, waiting, inside := t.a.pic.Buyer(l.n)
+	if c := t.bs.at(l.n, nowB); c != nil && c.st == stOverlap && inside > 0 {
+		st = stOverlap // the referee has just found this order inside together with another
+	}
 	switch {
-	case st == stOverlap && len(l.inO) > 1:
-		return sBad.Render("▓ 2 inside") // two orders of one buyer (a second request)
+	case inside > 1 && st == stOverlap:
+		return sBad.Render("▓ 2 inside") // two orders of one buyer (a second request), judged
+	case inside > 1:
+		return sCell[st].Render(string(glyph[st]) + " 2 inside") // two orders of one buyer (a second request)
 	case st == stOverlap:
 		return sBad.Render("▓ OVERLAP")
-	case l.inside && len(l.waitO) > 0:
+	case inside > 0 && waiting > 0:
 		return sCell[st].Render(string(glyph[st]) + " +1 waits") // its second order waits its turn
 	case st == stWait:
-		if c := l.at(nowB); (c != nil && c.spins >= 2) || spinning(l, nowB) {
+		if t.spinning(l, nowB) || t.spinning(l, nowB-1) {
 			return sCell[stWait].Render("~ spinning")
 		}
 	case st == stIdle && t.a.roster.retired[l.n]:
@@ -173,11 +188,10 @@ func (t *timeline) laneStatus(l *lane, nowB int64) string {
 	return sCell[st].Render(string(glyph[st]) + " " + [...]string{"idle", "waiting", "works", "holds", "inside", "cut off", "in, cut off", "OVERLAP", "frozen", "crashed"}[st])
 }
 
-func spinning(l *lane, nowB int64) bool {
-	if c := l.at(nowB - 1); c != nil && c.spins >= 2 {
-		return true
-	}
-	return false
+// spinning tells whether lane l tried for the lock twice or more in bucket b.
+func (t *timeline) spinning(l *lane, b int64) bool {
+	c := t.bs.at(l.n, b)
+	return c != nil && c.tries >= 2
 }
 
 // ruler marks every TTL of the time shown, or, when fewer than two TTLs are shown (a zoomed

@@ -37,6 +37,8 @@ const (
 	Restart  // the lock server restarted
 
 	// the page only: the terminal draws these as a lane's state or says them in its log
+	Read          // the inventory: a stock read (drawn as the stock it saw)
+	Wrote         // the inventory: a stock write (drawn as the stock it left)
 	Acquired      // a node took the buyer's lock
 	Released      // the holder released it
 	Left          // what a quorum's ended hold left on a node went
@@ -74,6 +76,8 @@ var Marks = [...]Mark{
 	Renew:         {'P', "cmd", 1},
 	Publish:       {'W', "cmd", 7},
 	Fenced:        {'⊘', "fenced", 7},
+	Read:          {'#', "read", 0},
+	Wrote:         {'#', "write", 0},
 	Other:         {'*', "cmd", 0},
 	Expired:       {'x', "expired", 7},
 	Lost:          {'?', "lost", 8},
@@ -160,3 +164,8 @@ func OfCommand(c *referee.Command, waiter bool) ID {
 	}
 	return Other
 }
+
+// OnTerminal tells whether the terminal draws mark m on its lane: the commands' marks and the
+// lock lane's, but a try (a waiter's is drawn as its lane's ~), another command, and the page's
+// own marks.
+func (m ID) OnTerminal() bool { return m >= StockGet && m <= Restart && m != Try && m != Other }
