@@ -132,14 +132,7 @@ func TestPagePlay(t *testing.T) {
 // is kept, in the referee's order and words, and every command is counted on a mark.
 func TestPagePlayThinsSpinners(t *testing.T) {
 	t.Parallel() // its bubble is its own, not the package's (inVirtualTime)
-	st, err := catalog.Find("07")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := matrix.Play(st, steps.Contention, "", func(f func()) { synctest.Test(t, func(*testing.T) { f() }) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := playInBubble(t, "07", steps.Contention)
 	var evs []referee.Event
 	ref := referee.NewReferee(*rep.History, func(e referee.Event) { evs = append(evs, e) })
 	for _, rec := range rep.History.Records {
@@ -278,14 +271,7 @@ func TestPageOfAnExploredProgram(t *testing.T) {
 // as P, where the page once drew every script L.
 func TestPageDrawsCommandsAsTheTerminal(t *testing.T) {
 	t.Parallel() // its bubble is its own, not the package's (inVirtualTime)
-	st, err := catalog.Find("09")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := matrix.Play(st, steps.Contention, "", func(f func()) { synctest.Test(t, func(*testing.T) { f() }) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := playInBubble(t, "09", steps.Contention)
 	tb := newPageTables()
 	p := newPagePlay(rep.History, tb)
 	page := map[string]bool{}
@@ -324,4 +310,18 @@ func TestPageDrawsCommandsAsTheTerminal(t *testing.T) {
 		t.Errorf("the page draws an L on 09, whose Lock sends no script: %v", page)
 	}
 	t.Logf("page %v, terminal %v", page, term)
+}
+
+// playInBubble plays step × sc on the embedded backend in a bubble of its own.
+func playInBubble(t *testing.T, step string, sc steps.Scenario) *referee.Report {
+	t.Helper()
+	st, err := catalog.Find(step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := matrix.Play(st, sc, "", func(f func()) { synctest.Test(t, func(*testing.T) { f() }) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
