@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
+	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -156,21 +157,21 @@ func classTable(rows []classRow) (cells []cell, words []string) {
 	var near []*steps.Step
 	for _, r := range rows {
 		cells = append(cells, r.row...)
-		all := nearest(r.row)
+		all := grading.NearestRows(catalog.Steps, r.row)
 		if len(all) == 0 {
 			continue
 		}
 		best := all[0]
 		for _, n := range all {
-			if len(n.diff) == len(best.diff) && !slices.Contains(near, n.st) {
-				near = append(near, n.st)
+			if len(n.Diff) == len(best.Diff) && !slices.Contains(near, n.Step) {
+				near = append(near, n.Step)
 			}
 		}
 		w := fmt.Sprintf("%s (%s): ", r.name, r.slug)
-		if len(best.diff) == 0 {
-			w += fmt.Sprintf("%s's row (%s)", course.Name(best.st), best.st.Title)
+		if len(best.Diff) == 0 {
+			w += fmt.Sprintf("%s's row (%s)", course.Name(best.Step), best.Step.Title)
 		} else {
-			w += fmt.Sprintf("nearest %s's row (%s), but under %s", course.Name(best.st), best.st.Title, strings.Join(best.diff, ", "))
+			w += fmt.Sprintf("nearest %s's row (%s), but under %s", course.Name(best.Step), best.Step.Title, strings.Join(best.Diff, ", "))
 		}
 		var none []string
 		for _, c := range r.row {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -108,7 +109,7 @@ func TestTargetNotMet(t *testing.T) {
 	var differ []string
 	for _, sc := range scenario.Names() {
 		row = append(row, cell{Scenario: string(sc), Violations: st9.Expect[sc]})
-		if cellText(cell{Violations: st4.Expect[sc]}) != cellText(cell{Violations: st9.Expect[sc]}) {
+		if course.CellText(cell{Violations: st4.Expect[sc]}) != course.CellText(cell{Violations: st9.Expect[sc]}) {
 			differ = append(differ, string(sc))
 		}
 	}
@@ -119,8 +120,8 @@ func TestTargetNotMet(t *testing.T) {
 		t.Fatalf("09's row, -want 04: %v, want the target not met in %d cells\n%s", err, len(differ), out)
 	}
 	for _, sc := range differ {
-		want := `^  ` + sc + `: yours ` + regexp.QuoteMeta(cellText(cell{Violations: st9.Expect[steps.Scenario(sc)]})) +
-			`, the target's ` + regexp.QuoteMeta(cellText(cell{Violations: st4.Expect[steps.Scenario(sc)]})) + `\.`
+		want := `^  ` + sc + `: yours ` + regexp.QuoteMeta(course.CellText(cell{Violations: st9.Expect[steps.Scenario(sc)]})) +
+			`, the target's ` + regexp.QuoteMeta(course.CellText(cell{Violations: st4.Expect[steps.Scenario(sc)]})) + `\.`
 		if !regexpLine(out, want) {
 			t.Errorf("the cell under %s is not named with both verdicts (%s):\n%s", sc, want, out)
 		}

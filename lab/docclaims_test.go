@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -245,7 +246,7 @@ func verdictCell(rep *referee.Report) string {
 	case !rep.Complete():
 		return "?"
 	case len(rep.Violations) > 0:
-		return joinKinds(rep.Violations)
+		return course.KindList(rep.Violations)
 	}
 	return "✓"
 }

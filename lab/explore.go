@@ -62,7 +62,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.buyers, "buyers", 3, "the most buyers a program has (1…8)")
 	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets, for DIR (Proc.Nodes): 3 for a quorum lock")
 	fs.StringVar(&f.faults, "faults", "", "the faults a program may arm, comma-separated (default every one: "+faultNames(explore.Faults)+"); \"none\" for none")
-	fs.StringVar(&f.kinds, "kinds", "", "the kinds a program is judged for, comma-separated (default every kind: "+joinKinds(steps.Kinds)+")")
+	fs.StringVar(&f.kinds, "kinds", "", "the kinds a program is judged for, comma-separated (default every kind: "+course.KindList(steps.Kinds)+")")
 	fs.BoolVar(&f.asJSON, "json", false, "print what was found as JSON (explore.Result), for machines")
 	fs.StringVar(&f.save, "save", "", "write the found program and its run to this file (lab judge reads it)")
 	fs.StringVar(&f.html, "html", "", "write the found program's run as one self-contained page to this file: the program in words, its verdict and timeline")
@@ -98,7 +98,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 		for _, name := range strings.Split(f.kinds, ",") {
 			k := steps.Kind(strings.TrimSpace(name))
 			if !slices.Contains(steps.Kinds, k) {
-				return usageError("-kinds: no kind %q (want some of %s)", name, joinKinds(steps.Kinds))
+				return usageError("-kinds: no kind %q (want some of %s)", name, course.KindList(steps.Kinds))
 			}
 			req.Kinds = append(req.Kinds, k)
 		}
@@ -282,14 +282,14 @@ func printExplored(res explore.Result, what string, f exploreFlags, stdout io.Wr
 		ob, of := fd.Original.Size()
 		nb, nf := fd.Program.Size()
 		fmt.Fprintf(stdout, "%s broke (%s) in program %d of seed %d, after %v of wall time (%d programs, %.0f programs/s);\n",
-			what, joinKinds(fd.OriginalViolations), res.Programs, res.Seed, fd.After.Round(time.Millisecond), res.Programs, rate)
+			what, course.KindList(fd.OriginalViolations), res.Programs, res.Seed, fd.After.Round(time.Millisecond), res.Programs, rate)
 		fmt.Fprintf(stdout, "shrunk from %s and %s to %s and %s that break it the same way (%s), in %s:\n\n",
 			course.Count(ob, "buyer", "buyers"), course.Count(of, "fault", "faults"), course.Count(nb, "buyer", "buyers"), course.Count(nf, "fault", "faults"),
 			fd.Way, course.Count(fd.Shrink, "try", "tries"))
 		for _, l := range fd.Lines {
 			fmt.Fprintf(stdout, "  %s\n", l)
 		}
-		fmt.Fprintf(stdout, "\nverdict: %s\n", joinKinds(fd.Report.Violations))
+		fmt.Fprintf(stdout, "\nverdict: %s\n", course.KindList(fd.Report.Violations))
 		for _, e := range fd.Report.Explain {
 			fmt.Fprintf(stdout, "  %s: %s\n", e.Kind, e.Sentence)
 		}
@@ -308,7 +308,7 @@ func printExplored(res explore.Result, what string, f exploreFlags, stdout io.Wr
 			fmt.Fprintf(stdout, "page: %s\n", f.html)
 		}
 	}
-	return fmt.Errorf("%s: a program of %s broke the lock (%s)", what, course.Count(len(fd.Program.Buyers), "buyer", "buyers"), joinKinds(fd.Report.Violations))
+	return fmt.Errorf("%s: a program of %s broke the lock (%s)", what, course.Count(len(fd.Program.Buyers), "buyer", "buyers"), course.KindList(fd.Report.Violations))
 }
 
 // replayArgs are the arguments that play the program of seed first, and so find and shrink it

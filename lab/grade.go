@@ -291,9 +291,9 @@ func printGrade(w io.Writer, slug string, row []cell) {
 		case c.Skipped != "":
 			v = "skipped: " + c.Skipped
 		case len(c.Unjudged) > 0:
-			v = fmt.Sprintf("? no verdict on %s: %s", joinKinds(c.Unjudged), c.Why)
+			v = fmt.Sprintf("? no verdict on %s: %s", course.KindList(c.Unjudged), c.Why)
 		case len(c.Violations) > 0:
-			v = joinKinds(c.Violations)
+			v = course.KindList(c.Violations)
 		}
 		fmt.Fprintf(w, "  %-*s  %s\n", width, c.Scenario, v)
 		for _, e := range c.Explain {

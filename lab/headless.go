@@ -85,7 +85,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			printEvents(stdout, rep)
 		}
 		fmt.Fprint(stdout, rep.Text())
-		lesson, next := coda(st, sc, rep.Violations)
+		lesson, next := course.Coda(catalog.Steps, st, sc, rep.Violations, learner)
 		if lesson != "" {
 			fmt.Fprintf(stdout, "\nlesson: %s\n", lesson)
 		}
@@ -94,7 +94,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if !rep.Complete() {
-		return fmt.Errorf("no verdict on %s: %s", joinKinds(rep.Unjudged), rep.Why())
+		return fmt.Errorf("no verdict on %s: %s", course.KindList(rep.Unjudged), rep.Why())
 	}
 	return nil
 }
@@ -113,22 +113,6 @@ func printEvents(w io.Writer, rep *referee.Report) {
 		}
 	}
 	fmt.Fprintln(w)
-}
-
-// coda is what follows a broken run's report, as run prints it and a page shows it: the step's
-// lesson, under the step's own break (the lesson is that break's story), and where to go next
-// (the hand-off, after any break). Both are "" when nothing was violated.
-func coda(st *steps.Step, sc steps.Scenario, violations []steps.Kind) (lesson, next string) {
-	if len(violations) == 0 {
-		return "", ""
-	}
-	if sc == st.BreakWith {
-		lesson = st.Lesson
-	}
-	if i := slices.Index(catalog.Steps, st); i >= 0 {
-		next = course.NewHandoff(catalog.Steps, i, sc, violations, learner).Headline(catalog.Steps)
-	}
-	return lesson, next
 }
 
 // play plays sc against st on a fresh env of backend, in this process: every cell a headless
@@ -202,7 +186,7 @@ func repeatCmd(pl *player, st *steps.Step, sc steps.Scenario, n int, asJSON bool
 		}
 		v := "✓"
 		if len(rep.Violations) > 0 {
-			v = joinKinds(rep.Violations)
+			v = course.KindList(rep.Violations)
 		}
 		if !rep.Complete() {
 			t.Incomplete++
@@ -224,7 +208,7 @@ func repeatCmd(pl *player, st *steps.Step, sc steps.Scenario, n int, asJSON bool
 	} else {
 		fmt.Fprintln(stderr)
 		fmt.Fprintf(stdout, "step %s, scenario %s: %s, %d differ from the matrix (%s), %d without a verdict\n",
-			st.Slug, sc, course.Count(n, "run", "runs"), t.Differ, orTick(joinKinds(want)), t.Incomplete)
+			st.Slug, sc, course.Count(n, "run", "runs"), t.Differ, orTick(course.KindList(want)), t.Incomplete)
 		for v, k := range t.Verdicts {
 			fmt.Fprintf(stdout, "  %4d × %s\n", k, v)
 		}
@@ -240,14 +224,6 @@ func orTick(s string) string {
 		return "✓"
 	}
 	return s
-}
-
-func joinKinds(ks []steps.Kind) string {
-	s := make([]string, len(ks))
-	for i, k := range ks {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
 }
 
 func scenarioList() string {

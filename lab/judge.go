@@ -253,9 +253,9 @@ func orNone(k []steps.Kind) []steps.Kind {
 func verdictWords(v, unjudged []steps.Kind) string {
 	switch {
 	case len(unjudged) > 0:
-		return "? (" + joinKinds(unjudged) + ")"
+		return "? (" + course.KindList(unjudged) + ")"
 	case len(v) > 0:
-		return joinKinds(v)
+		return course.KindList(v)
 	}
 	return "✓"
 }

@@ -124,7 +124,7 @@ func matrixCmd(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprint(stdout, renderMatrix(cells))
 	for _, c := range cells {
 		if len(c.Unjudged) > 0 {
-			fmt.Fprintf(stdout, "? %s × %s: no verdict on %s: %s\n", c.Step, c.Scenario, joinKinds(c.Unjudged), c.Why)
+			fmt.Fprintf(stdout, "? %s × %s: no verdict on %s: %s\n", c.Step, c.Scenario, course.KindList(c.Unjudged), c.Why)
 		}
 	}
 	fmt.Fprint(stdout, skippedLines(cells, len(rows)))
@@ -181,24 +181,10 @@ func renderMatrix(cells []cell) string {
 		if i%len(scenario.Names()) == 0 {
 			b.WriteString("| " + c.Step + " |")
 		}
-		b.WriteString(" " + cellText(c) + " |")
+		b.WriteString(" " + course.CellText(c) + " |")
 		if i%len(scenario.Names()) == len(scenario.Names())-1 {
 			b.WriteString("\n")
 		}
 	}
 	return b.String()
-}
-
-// cellText is a cell as the table prints it: ✓ where no judged kind happened, the kinds that
-// did, ? without a verdict, or skipped.
-func cellText(c cell) string {
-	switch {
-	case c.Skipped != "":
-		return "skipped"
-	case len(c.Unjudged) > 0:
-		return "?"
-	case len(c.Violations) > 0:
-		return joinKinds(c.Violations)
-	}
-	return "✓"
 }

@@ -187,12 +187,12 @@ const markSpan = 1.0 / 250
 
 // pageCellOf is c as a cell of a page's table.
 func pageCellOf(c cell) pageCell {
-	pc := pageCell{Text: cellText(c), Class: cellClass(c)}
+	pc := pageCell{Text: course.CellText(c), Class: course.CellClass(c)}
 	switch {
 	case c.Skipped != "":
 		pc.Hint = c.Skipped
 	case len(c.Unjudged) > 0:
-		pc.Hint = "no verdict on " + joinKinds(c.Unjudged) + ": " + c.Why
+		pc.Hint = "no verdict on " + course.KindList(c.Unjudged) + ": " + c.Why
 	case len(c.Explain) > 0:
 		pc.Hint = c.Explain[0].Sentence
 	}
@@ -200,19 +200,6 @@ func pageCellOf(c cell) pageCell {
 		pc.Run = runID(c.Step, c.Scenario)
 	}
 	return pc
-}
-
-// cellClass is how a cell is coloured: ok (✓), bad (a violation), unknown (?), skipped.
-func cellClass(c cell) string {
-	switch {
-	case c.Skipped != "":
-		return "skipped"
-	case len(c.Unjudged) > 0:
-		return "unknown"
-	case len(c.Violations) > 0:
-		return "bad"
-	}
-	return "ok"
 }
 
 // runID is the anchor of a run's section: "run-04_atomic_ttl-slow"; a learner's folder's
@@ -232,7 +219,7 @@ func runID(step, sc string) string {
 func newPageRun(c cell, st *steps.Step, played string, tb *pageTables) pageRun {
 	rep := c.Report
 	r := pageRun{ID: runID(c.Step, c.Scenario), Step: c.Step, Scenario: c.Scenario, What: scenario.Describe(steps.Scenario(c.Scenario)),
-		Backend: rep.Backend, Played: played, Cell: cellText(c), Class: cellClass(c), Explain: rep.Explain, Report: rep.Text()}
+		Backend: rep.Backend, Played: played, Cell: course.CellText(c), Class: course.CellClass(c), Explain: rep.Explain, Report: rep.Text()}
 	if r.Backend == "" {
 		r.Backend = "embedded"
 	}
@@ -244,7 +231,7 @@ func newPageRun(c cell, st *steps.Step, played string, tb *pageTables) pageRun {
 		r.Title = st.Title
 		// An explored program is no column of the matrix: no step's row says what clears it.
 		if slices.Contains(catalog.Steps, st) && scenario.Find(steps.Scenario(c.Scenario)) != nil {
-			r.Lesson, r.Next = coda(st, steps.Scenario(c.Scenario), rep.Violations)
+			r.Lesson, r.Next = course.Coda(catalog.Steps, st, steps.Scenario(c.Scenario), rep.Violations, learner)
 			if r.Next != "" {
 				if h := course.NewHandoff(catalog.Steps, slices.Index(catalog.Steps, st), steps.Scenario(c.Scenario), rep.Violations, learner); h.Fix >= 0 {
 					r.FixAt = "steps/" + catalog.Steps[h.Fix].Slug

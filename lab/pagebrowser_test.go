@@ -99,10 +99,10 @@ func TestPagesInBrowser(t *testing.T) {
 			continue
 		}
 		played++
-		if got := tb.str(fmt.Sprintf(`document.querySelector('a[href="#%s"]').textContent`, id)); got != cellText(c) {
-			t.Errorf("%s × %s: the table says %q, the matrix %q", c.Step, c.Scenario, got, cellText(c))
+		if got := tb.str(fmt.Sprintf(`document.querySelector('a[href="#%s"]').textContent`, id)); got != course.CellText(c) {
+			t.Errorf("%s × %s: the table says %q, the matrix %q", c.Step, c.Scenario, got, course.CellText(c))
 		}
-		checkSentences(t, tb, "#"+id, c.Step+" × "+c.Scenario, cellText(c), c.Explain)
+		checkSentences(t, tb, "#"+id, c.Step+" × "+c.Scenario, course.CellText(c), c.Explain)
 	}
 	if n := tb.num(`document.querySelectorAll("table.matrix td a").length`); int(n) != played {
 		t.Errorf("the matrix's page links %v cells, want %d", n, played)
@@ -271,7 +271,7 @@ func checkRunPage(t *testing.T, tb *tab, rep *referee.Report, scope string) {
 		return tb.str(`Array.from(document.querySelectorAll(` + in(sel) + `)).map(function(e){return e.textContent}).join(",")`)
 	}
 	c := matrix.CellOf(rep)
-	checkSentences(t, tb, scope, what, cellText(c), rep.Explain)
+	checkSentences(t, tb, scope, what, course.CellText(c), rep.Explain)
 	if got := tb.str(`document.querySelector(` + in("details.report pre") + `).textContent`); got != rep.Text() {
 		t.Errorf("%s: the page's report\n%s\nlab run's\n%s", what, got, rep.Text())
 	}

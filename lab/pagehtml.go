@@ -218,46 +218,24 @@ func gradePage(slug string, row []cell, played string, shared []grading.Shared) 
 	}
 	d.Rows[0].Mine, d.Rows[0].Note = true, "your lock"
 	d.Like = grading.Like(catalog.Steps, row, learner)
-	near := nearest(row)
+	near := grading.NearestRows(catalog.Steps, row)
 	for _, n := range near[:min(len(near), nearestRows)] {
-		r := pageRow{Step: n.st.Slug, Title: n.st.Title, Note: "the same row, cell for cell"}
+		r := pageRow{Step: n.Step.Slug, Title: n.Step.Title, Note: "the same row, cell for cell"}
 		if u := grading.Unjudged(row); u > 0 {
-			_, judged := grading.DiffersUnder(n.st, row)
+			_, judged := grading.DiffersUnder(n.Step, row)
 			r.Note = fmt.Sprintf("the same on the %d cells judged; %d not judged", judged, u)
 		}
-		if len(n.diff) > 0 {
-			r.Note = "differs under " + strings.Join(n.diff, ", ")
+		if len(n.Diff) > 0 {
+			r.Note = "differs under " + strings.Join(n.Diff, ", ")
 		}
 		for _, sc := range d.Scenarios {
-			c := cell{Step: n.st.Slug, Scenario: sc, Violations: n.st.Expect[steps.Scenario(sc)]}
-			pc := pageCell{Text: cellText(c), Class: cellClass(c), Differs: slices.Contains(n.diff, sc)}
+			c := cell{Step: n.Step.Slug, Scenario: sc, Violations: n.Step.Expect[steps.Scenario(sc)]}
+			pc := pageCell{Text: course.CellText(c), Class: course.CellClass(c), Differs: slices.Contains(n.Diff, sc)}
 			r.Cells = append(r.Cells, pc)
 		}
 		d.Rows = append(d.Rows, r)
 	}
 	return d
-}
-
-// nearRow is a step of the catalog and the scenarios under which a learner's row is not its
-// (grading.DiffersUnder: a cell without a verdict differs from none).
-type nearRow struct {
-	st   *steps.Step
-	diff []string
-}
-
-// nearest is every step of the catalog that has a row, the nearest to row first (the fewest
-// cells that differ; among equals, the catalog's order).
-func nearest(row []cell) []nearRow {
-	var all []nearRow
-	for _, st := range catalog.Steps {
-		if st.Expect == nil {
-			continue
-		}
-		diff, _ := grading.DiffersUnder(st, row)
-		all = append(all, nearRow{st, diff})
-	}
-	slices.SortStableFunc(all, func(a, b nearRow) int { return len(a.diff) - len(b.diff) })
-	return all
 }
 
 // nearestRows is how many of the catalog's rows a grade's page shows beside the learner's.

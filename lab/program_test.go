@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -128,7 +129,7 @@ func saysAVerdictThatDiffers(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	fm, _ := runTeaModel(t, newModel(tuiOptions{offline: true, slow: 1, program: p}), 100, 30, "the file records stuck")
-	if !slices.Equal(fm.ar.rep.Violations, want.Violations) || !strings.Contains(fm.msg, "judged again: "+joinKinds(want.Violations)) {
+	if !slices.Equal(fm.ar.rep.Violations, want.Violations) || !strings.Contains(fm.msg, "judged again: "+course.KindList(want.Violations)) {
 		t.Errorf("the lab says %q with the verdict %v; lab judge's %v", fm.msg, fm.ar.rep.Violations, want.Violations)
 	}
 }

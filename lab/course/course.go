@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/vocab"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -325,3 +326,47 @@ func KindList(ks []steps.Kind) string {
 
 // Count is n with its noun (vocab.Count): "1 order", "3 orders".
 var Count = vocab.Count
+
+// CellText is a cell as the table prints it: ✓ where no judged kind happened, the kinds that
+// did, ? without a verdict, or skipped.
+func CellText(c matrix.Cell) string {
+	switch {
+	case c.Skipped != "":
+		return "skipped"
+	case len(c.Unjudged) > 0:
+		return "?"
+	case len(c.Violations) > 0:
+		return KindList(c.Violations)
+	}
+	return "✓"
+}
+
+// CellClass is how a page colours a cell: ok (✓), bad (a violation), unknown (?), skipped.
+func CellClass(c matrix.Cell) string {
+	switch {
+	case c.Skipped != "":
+		return "skipped"
+	case len(c.Unjudged) > 0:
+		return "unknown"
+	case len(c.Violations) > 0:
+		return "bad"
+	}
+	return "ok"
+}
+
+// Coda is what follows a broken run's report, as run prints it and a page shows it: the step's
+// lesson, under the step's own break (the lesson is that break's story), and where to go next
+// (the hand-off, after any break; learner: the learner's lock in all, nil if none). Both are ""
+// when nothing was violated.
+func Coda(all []*steps.Step, st *steps.Step, sc steps.Scenario, violations []steps.Kind, learner *steps.Step) (lesson, next string) {
+	if len(violations) == 0 {
+		return "", ""
+	}
+	if sc == st.BreakWith {
+		lesson = st.Lesson
+	}
+	if i := slices.Index(all, st); i >= 0 {
+		next = NewHandoff(all, i, sc, violations, learner).Headline(all)
+	}
+	return lesson, next
+}

@@ -92,3 +92,25 @@ func DiffersUnder(st *steps.Step, row []matrix.Cell) (diff []string, judged int)
 	}
 	return diff, judged
 }
+
+// Near is a step of the catalog and the scenarios under which a learner's row is not its
+// (DiffersUnder: a cell without a verdict differs from none).
+type Near struct {
+	Step *steps.Step
+	Diff []string
+}
+
+// NearestRows is every step of all that has a row, the nearest to row first (the fewest cells
+// that differ; among equals, all's order).
+func NearestRows(all []*steps.Step, row []matrix.Cell) []Near {
+	var out []Near
+	for _, st := range all {
+		if st.Expect == nil {
+			continue
+		}
+		diff, _ := DiffersUnder(st, row)
+		out = append(out, Near{st, diff})
+	}
+	slices.SortStableFunc(out, func(a, b Near) int { return len(a.Diff) - len(b.Diff) })
+	return out
+}
