@@ -11,6 +11,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
+	"github.com/lockstep-lab/lockstep/lab/page"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -81,7 +82,7 @@ func classCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, w)
 	}
 	if *html != "" {
-		if err := writePage(*html, classPage(rows, cells), savedRuns{Lockstep: "runs"}); err != nil {
+		if err := page.Write(*html, classPage(rows, cells), savedRuns{Lockstep: "runs"}); err != nil {
 			return err
 		}
 	}
@@ -197,8 +198,8 @@ func classTable(rows []classRow) (cells []cell, words []string) {
 
 // classPage is the page of the class's table: the learners' rows marked as theirs, each with the
 // folder it was graded from, then the catalog's nearest rows.
-func classPage(rows []classRow, cells []cell) pageData {
-	d := matrixPage(fmt.Sprintf("the class, %s", course.Count(len(rows), "learner", "learners")), cells, func(cell) string { return "" })
+func classPage(rows []classRow, cells []cell) page.Data {
+	d := page.MatrixPage(fmt.Sprintf("the class, %s", course.Count(len(rows), "learner", "learners")), cells, func(cell) string { return "" }, learner)
 	d.Kind = "class"
 	for i, r := range rows {
 		d.Rows[i].Mine, d.Rows[i].Note = true, r.slug

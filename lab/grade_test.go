@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/page"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 	"github.com/redis/go-redis/v9"
@@ -354,7 +355,7 @@ func TestGradeSaysWhatItCouldNotJudge(t *testing.T) {
 	if !strings.Contains(out.String(), "\nYour lock's row is step 4's ("+st.Title+"), cell for cell "+on+".\n") {
 		t.Errorf("lab grade of a row 3 cells of which were judged says\n%s\nwant it like step 4's %s", out.String(), on)
 	}
-	d := gradePage("steps/mine", row, "", nil)
+	d := page.GradePage("steps/mine", row, "", nil, learner)
 	if !strings.HasSuffix(d.Like, on+".") || len(d.Rows) < 2 || d.Rows[1].Step != st.Slug || d.Rows[1].Note != fmt.Sprintf("the same on the 3 cells judged; %d not judged", len(row)-3) {
 		t.Errorf("the page of a row 3 cells of which were judged: like %q, its first step row %s %q", d.Like, d.Rows[1].Step, d.Rows[1].Note)
 	}
@@ -363,7 +364,7 @@ func TestGradeSaysWhatItCouldNotJudge(t *testing.T) {
 	}
 	out.Reset()
 	printGrade(&out, "steps/mine", row)
-	if d := gradePage("steps/mine", row, "", nil); strings.Contains(out.String(), "Your lock's row is") || d.Like != "" {
+	if d := page.GradePage("steps/mine", row, "", nil, learner); strings.Contains(out.String(), "Your lock's row is") || d.Like != "" {
 		t.Errorf("a row of nothing but '?' is like a step: %q\n%s", d.Like, out.String())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
+	"github.com/lockstep-lab/lockstep/lab/page"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -122,8 +123,8 @@ func readSaved(file string) (savedRuns, error) {
 	if err != nil {
 		return savedRuns{}, usageError("%v", err)
 	}
-	if isPage(b) { // a page run, matrix, grade or judge wrote with -html carries its runs
-		if b, err = runsOfPage(b); err != nil {
+	if page.IsPage(b) { // a page run, matrix, grade or judge wrote with -html carries its runs
+		if b, err = page.RunsOf(b); err != nil {
 			return savedRuns{}, usageError("%s: %v", file, err)
 		}
 	}

@@ -17,13 +17,14 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/lab/page"
 	"github.com/lockstep-lab/lockstep/lab/picture"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
 // TestPageReadBack: the runs a page carries are the runs -save writes, as plain JSON under
-// plainRunsLimit and gzipped in base64 past it; judge reads both back, and a page it did not
+// page.PlainRunsLimit and gzipped in base64 past it; judge reads both back, and a page it did not
 // write (or an HTML file that is no page of the lab) is bad input in one line.
 func TestPageReadBack(t *testing.T) {
 	rep := referee.Judge(loadHistory(t, "testdata/step04_slow.json"))
@@ -36,19 +37,19 @@ func TestPageReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := runPage(matrix.CellOf(rep), st, runs.Runs[0].Played)
-	for _, limit := range []int{plainRunsLimit, 10} {
+	d := page.RunPage(matrix.CellOf(rep), st, runs.Runs[0].Played, learner)
+	for _, limit := range []int{page.PlainRunsLimit, 10} {
 		var b bytes.Buffer
-		if err := writePageTo(&b, d, runs, limit); err != nil {
+		if err := page.WriteTo(&b, d, runs, limit); err != nil {
 			t.Fatal(err)
 		}
-		if !isPage(b.Bytes()) {
+		if !page.IsPage(b.Bytes()) {
 			t.Fatalf("limit %d: not a page", limit)
 		}
-		if plain := strings.Contains(b.String(), `<script type="application/json" id="lockstep-runs">`); plain != (limit == plainRunsLimit) {
+		if plain := strings.Contains(b.String(), `<script type="application/json" id="lockstep-runs">`); plain != (limit == page.PlainRunsLimit) {
 			t.Errorf("limit %d: runs as plain JSON %v", limit, plain)
 		}
-		got, err := runsOfPage(b.Bytes())
+		got, err := page.RunsOf(b.Bytes())
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("limit %d: the runs read back differ (%v)", limit, err)
 		}
@@ -69,9 +70,6 @@ func TestPageReadBack(t *testing.T) {
 	if _, err := readRuns(other); err == nil || !strings.Contains(err.Error(), "not one lab wrote") {
 		t.Errorf("an HTML file that is no page of the lab: %v", err)
 	}
-	if strings.Contains(pageJS, "</script") || strings.Contains(pageCSS, "</style") {
-		t.Error("the page's script or style would end its element early")
-	}
 }
 
 // TestPagePlay: a play's timeline is the referee's events, every one of them, in its order and
@@ -86,14 +84,14 @@ func TestPagePlay(t *testing.T) {
 		ref.Add(rec)
 	}
 	rep := ref.Report()
-	tb := newPageTables()
-	p := newPagePlay(h, tb)
+	tb := page.NewTables()
+	p := page.NewPlay(h, tb)
 	if p.Thinned != 0 || len(p.Events) != len(evs) {
 		t.Fatalf("%d events kept and %d thinned, the referee emitted %d", len(p.Events), p.Thinned, len(evs))
 	}
 	for i, e := range evs {
-		if tb.words[p.Events[i].Word] != e.Words() || p.Events[i].At != e.At.Microseconds() {
-			t.Errorf("event %d: %d µs %q, the referee's %s", i, p.Events[i].At, tb.words[p.Events[i].Word], e)
+		if tb.Words[p.Events[i].Word] != e.Words() || p.Events[i].At != e.At.Microseconds() {
+			t.Errorf("event %d: %d µs %q, the referee's %s", i, p.Events[i].At, tb.Words[p.Events[i].Word], e)
 		}
 	}
 	if want := rep.Buyers + max(len(h.Nodes), 1) + 1; len(p.Lanes) != want {
@@ -121,7 +119,7 @@ func TestPagePlay(t *testing.T) {
 		}
 	}
 	a, _ := json.Marshal(p)
-	b, _ := json.Marshal(newPagePlay(h, newPageTables()))
+	b, _ := json.Marshal(page.NewPlay(h, page.NewTables()))
 	if !bytes.Equal(a, b) {
 		t.Error("the same history drew two timelines")
 	}
@@ -138,8 +136,8 @@ func TestPagePlayThinsSpinners(t *testing.T) {
 	for _, rec := range rep.History.Records {
 		ref.Add(rec)
 	}
-	tb := newPageTables()
-	p := newPagePlay(rep.History, tb)
+	tb := page.NewTables()
+	p := page.NewPlay(rep.History, tb)
 	if p.Thinned == 0 || len(p.Events)+p.Thinned != len(evs) {
 		t.Fatalf("%d events kept, %d thinned; the referee emitted %d", len(p.Events), p.Thinned, len(evs))
 	}
@@ -148,7 +146,7 @@ func TestPagePlayThinsSpinners(t *testing.T) {
 		if e.Kind == referee.EvCommand {
 			commands++
 		}
-		if j < len(p.Events) && tb.words[p.Events[j].Word] == e.Words() && p.Events[j].At == e.At.Microseconds() {
+		if j < len(p.Events) && tb.Words[p.Events[j].Word] == e.Words() && p.Events[j].At == e.At.Microseconds() {
 			j++
 		} else if e.Kind != referee.EvCommand {
 			t.Fatalf("the referee's %s was not kept", e)
@@ -156,7 +154,7 @@ func TestPagePlayThinsSpinners(t *testing.T) {
 	}
 	counted := 0
 	for _, m := range p.Marks {
-		if c := tb.styles[m.Style][0]; c == "cmd" || c == "scmd" {
+		if c := tb.Styles[m.Style][0]; c == "cmd" || c == "scmd" {
 			counted += m.Count
 		}
 	}
@@ -190,7 +188,7 @@ func checkDocPage(t *testing.T, where, file, ctx string) {
 	if err != nil {
 		t.Fatalf("%s: the page was not written: %v", where, err)
 	}
-	if !isPage(b) {
+	if !page.IsPage(b) {
 		t.Fatalf("%s: %s is not a page", where, file)
 	}
 	if m := regexp.MustCompile(`(?i)(src|href)="(https?:)?//[^"]*"|url\(\s*["']?https?:`).Find(b); m != nil {
@@ -259,7 +257,7 @@ func TestPageOfAnExploredProgram(t *testing.T) {
 		next bool
 	}{{"explore", false}, {string(steps.Restart), true}} {
 		rep := &referee.Report{Step: st.Slug, Scenario: c.sc, Violations: []steps.Kind{steps.Overlap, steps.Oversold}}
-		r := newPageRun(cell{Step: st.Slug, Scenario: c.sc, Violations: rep.Violations, Report: rep}, st, "", newPageTables())
+		r := page.RunPage(cell{Step: st.Slug, Scenario: c.sc, Violations: rep.Violations, Report: rep}, st, "", learner).Runs[0]
 		if (r.Next != "") != c.next {
 			t.Errorf("%s: next %q, want one: %v", c.sc, r.Next, c.next)
 		}
@@ -272,12 +270,12 @@ func TestPageOfAnExploredProgram(t *testing.T) {
 func TestPageDrawsCommandsAsTheTerminal(t *testing.T) {
 	t.Parallel() // its bubble is its own, not the package's (inVirtualTime)
 	rep := playInBubble(t, "09", steps.Contention)
-	tb := newPageTables()
-	p := newPagePlay(rep.History, tb)
-	page := map[string]bool{}
+	tb := page.NewTables()
+	p := page.NewPlay(rep.History, tb)
+	onPage := map[string]bool{}
 	for _, m := range p.Marks {
-		if s := tb.styles[m.Style]; s[0] == "cmd" || s[0] == "scmd" {
-			page[s[1]] = true
+		if s := tb.Styles[m.Style]; s[0] == "cmd" || s[0] == "scmd" {
+			onPage[s[1]] = true
 		}
 	}
 	a := newArena(steps.Contention, rep.History.Timing, -1, "lock", false, 1)
@@ -297,19 +295,19 @@ func TestPageDrawsCommandsAsTheTerminal(t *testing.T) {
 		}
 	}
 	for _, g := range []string{"U", "P", "G", "S"} {
-		if !page[g] || !term[g] {
-			t.Errorf("%s: on the page %v, on the terminal %v; want both", g, page[g], term[g])
+		if !onPage[g] || !term[g] {
+			t.Errorf("%s: on the page %v, on the terminal %v; want both", g, onPage[g], term[g])
 		}
 	}
 	for g := range term {
-		if g != picture.Publish.Glyph() && g != picture.Fenced.Glyph() && !page[g] {
-			t.Errorf("the terminal marks a command %s the page does not (page: %v)", g, page)
+		if g != picture.Publish.Glyph() && g != picture.Fenced.Glyph() && !onPage[g] {
+			t.Errorf("the terminal marks a command %s the page does not (page: %v)", g, onPage)
 		}
 	}
-	if page["L"] {
-		t.Errorf("the page draws an L on 09, whose Lock sends no script: %v", page)
+	if onPage["L"] {
+		t.Errorf("the page draws an L on 09, whose Lock sends no script: %v", onPage)
 	}
-	t.Logf("page %v, terminal %v", page, term)
+	t.Logf("page %v, terminal %v", onPage, term)
 }
 
 // playInBubble plays step × sc on the embedded backend in a bubble of its own.

@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
+	"github.com/lockstep-lab/lockstep/lab/page"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -94,7 +95,7 @@ func TestPagesInBrowser(t *testing.T) {
 	}
 	played := 0
 	for _, c := range cells {
-		id := runID(c.Step, c.Scenario)
+		id := page.RunID(c.Step, c.Scenario)
 		if c.Skipped != "" {
 			continue
 		}
@@ -113,7 +114,7 @@ func TestPagesInBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := runID(st.Slug, c.sc)
+		id := page.RunID(st.Slug, c.sc)
 		followLink(t, tb, id)
 		checkRunPage(t, tb, reps[id], "#"+id)
 		if c.step == "16" {
@@ -137,8 +138,8 @@ func TestPagesInBrowser(t *testing.T) {
 		t.Errorf("the grade's page says %q; lab grade printed\n%s", like, gradeOut)
 	}
 	heads := tb.str(`Array.from(document.querySelectorAll("table.matrix tbody th")).map(function(e){return e.textContent}).join("|")`)
-	if want := slug + "your lock|04_atomic_ttlthe same row, cell for cell|"; !strings.HasPrefix(heads, want) || strings.Count(heads, "|") != nearestRows {
-		t.Errorf("the grade's rows: %q, want %q and %d more", heads, want, nearestRows-1)
+	if want := slug + "your lock|04_atomic_ttlthe same row, cell for cell|"; !strings.HasPrefix(heads, want) || strings.Count(heads, "|") != page.NearestRows {
+		t.Errorf("the grade's rows: %q, want %q and %d more", heads, want, page.NearestRows-1)
 	}
 	graded := gradedLines(t, gradeOut)
 	mine := tb.eval(`Array.from(document.querySelectorAll("tr.mine td")).map(function(e){return e.textContent})`).([]any)
@@ -154,13 +155,13 @@ func TestPagesInBrowser(t *testing.T) {
 			continue
 		}
 		links++
-		checkSentences(t, tb, "#"+runID(slug, g.scenario), slug+" × "+g.scenario, g.verdict, g.explain)
+		checkSentences(t, tb, "#"+page.RunID(slug, g.scenario), slug+" × "+g.scenario, g.verdict, g.explain)
 	}
 	if n := tb.num(`document.querySelectorAll("tr.mine td a").length`); int(n) != links {
 		t.Errorf("the learner's row links %v cells, want %d", n, links)
 	}
 	reps = judgedBack(t, file, links)
-	id := runID(slug, "slow")
+	id := page.RunID(slug, "slow")
 	followLink(t, tb, id)
 	checkRunPage(t, tb, reps[id], "#"+id)
 	tb.screenshot(filepath.Join(shots, "grade.png"), false)
@@ -182,7 +183,7 @@ func judgedBack(t *testing.T, file string, n int) map[string]*referee.Report {
 	}
 	reps := map[string]*referee.Report{}
 	for _, r := range runs {
-		reps[runID(r.Step, r.Scenario)] = referee.JudgeCell(r.History, r.Others)
+		reps[page.RunID(r.Step, r.Scenario)] = referee.JudgeCell(r.History, r.Others)
 	}
 	return reps
 }
@@ -275,8 +276,8 @@ func checkRunPage(t *testing.T, tb *tab, rep *referee.Report, scope string) {
 	if got := tb.str(`document.querySelector(` + in("details.report pre") + `).textContent`); got != rep.Text() {
 		t.Errorf("%s: the page's report\n%s\nlab run's\n%s", what, got, rep.Text())
 	}
-	tb2 := newPageTables()
-	p := newPagePlay(rep.History, tb2)
+	tb2 := page.NewTables()
+	p := page.NewPlay(rep.History, tb2)
 	nodes := max(len(rep.History.Nodes), 1)
 	for kind, n := range map[string]int{"buyer": rep.Buyers, "node": nodes, "inventory": 1} {
 		if got := count(".tl-names .name.lane." + kind); got != n {
@@ -288,7 +289,7 @@ func checkRunPage(t *testing.T, tb *tab, rep *referee.Report, scope string) {
 	}
 	classes := map[string]int{}
 	for _, m := range p.Marks {
-		classes[tb2.styles[m.Style][0]]++
+		classes[tb2.Styles[m.Style][0]]++
 	}
 	for class, n := range classes {
 		if got := count(".timeline .mk." + class); got != n {
@@ -301,20 +302,20 @@ func checkRunPage(t *testing.T, tb *tab, rep *referee.Report, scope string) {
 		tb.key("ArrowRight", 39)
 	}
 	ev := p.Events[2]
-	if s := said(); !strings.HasPrefix(s, fmt.Sprintf("◀▶ 3/%d · ", len(p.Events))) || !strings.HasSuffix(s, tb2.words[ev.Word]) {
-		t.Errorf("%s: after → → →, the page says %q; the third event is %q", what, s, tb2.words[ev.Word])
+	if s := said(); !strings.HasPrefix(s, fmt.Sprintf("◀▶ 3/%d · ", len(p.Events))) || !strings.HasSuffix(s, tb2.Words[ev.Word]) {
+		t.Errorf("%s: after → → →, the page says %q; the third event is %q", what, s, tb2.Words[ev.Word])
 	}
 	tb.key("End", 35)
 	tb.key("ArrowLeft", 37)
 	ev = p.Events[len(p.Events)-2]
-	if s := said(); !strings.HasPrefix(s, fmt.Sprintf("◀▶ %d/%d · ", len(p.Events)-1, len(p.Events))) || !strings.HasSuffix(s, tb2.words[ev.Word]) {
-		t.Errorf("%s: after End ←, the page says %q; the last event but one is %q", what, s, tb2.words[ev.Word])
+	if s := said(); !strings.HasPrefix(s, fmt.Sprintf("◀▶ %d/%d · ", len(p.Events)-1, len(p.Events))) || !strings.HasSuffix(s, tb2.Words[ev.Word]) {
+		t.Errorf("%s: after End ←, the page says %q; the last event but one is %q", what, s, tb2.Words[ev.Word])
 	}
 	// hovering over a mark says its event; clicking it moves the cursor there
 	x, y := tb.center(strings.TrimPrefix(scope+" .mk.write", " "))
 	tb.hover(x, y)
 	m := int(tb.num(`+document.querySelector(` + in(".mk.write") + `).dataset.m`))
-	words := tb2.words[p.Events[p.Marks[m].First].Word]
+	words := tb2.Words[p.Events[p.Marks[m].First].Word]
 	if tip := tb.str(`document.getElementById("tip") ? document.getElementById("tip").textContent : ""`); !strings.Contains(tip, words) {
 		t.Errorf("%s: hovering over the first write says %q, want %q", what, tip, words)
 	}

@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"cmp"
@@ -20,8 +20,8 @@ func µs(d time.Duration) int64 { return d.Microseconds() }
 
 // playDrawing builds one play's timeline from the referee's events.
 type playDrawing struct {
-	p      *pagePlay
-	tb     *pageTables
+	p      *Play
+	tb     *Tables
 	fold   *picture.Fold
 	buyers int
 	nodes  int
@@ -29,8 +29,8 @@ type playDrawing struct {
 	kept   []int          // the fold's event number → its index among the events kept, -1 if thinned
 }
 
-// newPagePlay replays h through the referee and draws what it emits, its words and styles in tb.
-func newPagePlay(h *history.History, tb *pageTables) pagePlay {
+// NewPlay replays h through the referee and draws what it emits, its words and styles in tb.
+func NewPlay(h *history.History, tb *Tables) Play {
 	var evs []referee.Event
 	ref := referee.NewReferee(*h, func(e referee.Event) { evs = append(evs, e) })
 	for _, rec := range h.Records {
@@ -38,7 +38,7 @@ func newPagePlay(h *history.History, tb *pageTables) pagePlay {
 	}
 	// a history with no Lock call is of a step that takes no lock: its orders work from the start
 	noLock := !slices.ContainsFunc(h.Records, func(r history.Record) bool { return r.Kind == history.RecCall })
-	d := &playDrawing{p: &pagePlay{TTL: µs(h.Timing.TTL), Bars: [][]any{}}, tb: tb,
+	d := &playDrawing{p: &Play{TTL: µs(h.Timing.TTL), Bars: [][]any{}}, tb: tb,
 		nodes: max(len(h.Nodes), 1), last: map[[2]int]int{}}
 	d.fold = picture.NewFold(d.nodes, noLock)
 	for _, e := range evs {
@@ -50,16 +50,16 @@ func newPagePlay(h *history.History, tb *pageTables) pagePlay {
 	}
 	d.p.End = max(d.p.End, 1)
 	for n := 1; n <= d.buyers; n++ {
-		d.p.Lanes = append(d.p.Lanes, pageLane{Name: fmt.Sprintf("buyer %d", n), Kind: "buyer"})
+		d.p.Lanes = append(d.p.Lanes, Lane{Name: fmt.Sprintf("buyer %d", n), Kind: "buyer"})
 	}
 	for i := range d.nodes {
 		name := "lock"
 		if i < len(h.Nodes) && len(h.Nodes) > 1 {
 			name = h.Nodes[i]
 		}
-		d.p.Lanes = append(d.p.Lanes, pageLane{Name: name, Kind: "node"})
+		d.p.Lanes = append(d.p.Lanes, Lane{Name: name, Kind: "node"})
 	}
-	d.p.Lanes = append(d.p.Lanes, pageLane{Name: "inventory", Kind: "inventory"})
+	d.p.Lanes = append(d.p.Lanes, Lane{Name: "inventory", Kind: "inventory"})
 	for _, e := range evs {
 		d.event(e)
 	}
@@ -85,14 +85,14 @@ func (d *playDrawing) lane(l int) int {
 // that one is less than markSpan of the play away.
 func (d *playDrawing) mark(i int, m picture.Drawn) int {
 	lane, at := d.lane(m.Lane), µs(m.At)
-	key := [2]int{lane, d.tb.styleOf(pageStyle{picture.Marks[m.ID].Class, m.Glyph(), m.Label})}
+	key := [2]int{lane, d.tb.styleOf(Style{picture.Marks[m.ID].Class, m.Glyph(), m.Label})}
 	if k, ok := d.last[key]; ok {
 		if prev := &d.p.Marks[k]; float64(at-prev.At) < markSpan*float64(d.p.End) {
 			prev.Count++
 			return k
 		}
 	}
-	d.p.Marks = append(d.p.Marks, pageMark{Lane: lane, At: at, Style: key[1], First: i, Count: 1})
+	d.p.Marks = append(d.p.Marks, Mark{Lane: lane, At: at, Style: key[1], First: i, Count: 1})
 	d.last[key] = len(d.p.Marks) - 1
 	return len(d.p.Marks) - 1
 }
@@ -122,7 +122,7 @@ func (d *playDrawing) event(e referee.Event) {
 		return
 	}
 	d.kept = append(d.kept, i)
-	d.p.Events = append(d.p.Events, pageEvent{At: µs(e.At), Lane: lane, Word: d.tb.wordOf(e.Words()), Mark: m})
+	d.p.Events = append(d.p.Events, Event{At: µs(e.At), Lane: lane, Word: d.tb.wordOf(e.Words()), Mark: m})
 }
 
 // bars draws the fold's stretches as bars: a buyer's as its kind's class, a node's hold in its

@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"html/template"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,9 +20,7 @@ import (
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/lab/picture"
 
-	"github.com/lockstep-lab/lockstep/internal/explore"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
-	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -31,7 +28,7 @@ import (
 
 // The page as a file: html/template writes what a reader reads without the script (the table,
 // each run's verdict, lesson, hand-off and report); page.js draws the timelines from the view
-// (pageData as JSON); the runs themselves, the histories lab judge reads, ride along as the file
+// (Data as JSON); the runs themselves, the histories lab judge reads, ride along as the file
 // -save writes. Styles, script and data are inline: the file opens from a chat attachment or a
 // USB stick, with no server and nothing fetched.
 
@@ -44,15 +41,15 @@ var (
 
 // The two script elements that hold a page's data, by id.
 const (
-	viewID = "lockstep-view" // pageData: what the script draws
+	viewID = "lockstep-view" // Data: what the script draws
 	runsID = "lockstep-runs" // savedRuns: what lab judge reads back
 )
 
-// plainRunsLimit is the most the runs may weigh as plain JSON in a page. Past it they are stored
+// PlainRunsLimit is the most the runs may weigh as plain JSON in a page. Past it they are stored
 // gzipped, in base64 (type "application/gzip"): the whole matrix's histories are about 6 MB of
 // JSON, mostly the load scenario's spinning waiters, and a page must stay well under 5 MB. A run's
 // page, and a few steps' matrix, hold them as plain JSON, readable in any text editor.
-const plainRunsLimit = 2 << 20
+const PlainRunsLimit = 2 << 20
 
 // laneHeight is a timeline lane's height in CSS pixels, and timelineChrome what a timeline adds to
 // its lanes (the ruler, its controls and the line that says the event at the cursor): a timeline's
@@ -62,10 +59,10 @@ const (
 	timelineChrome = 96
 )
 
-// writePage writes the page of d, with runs as its data, to file.
-func writePage(file string, d pageData, runs savedRuns) error {
+// Write writes the page of d, with runs as its data, to file.
+func Write(file string, d Data, runs any) error {
 	var b bytes.Buffer
-	if err := writePageTo(&b, d, runs, plainRunsLimit); err != nil {
+	if err := WriteTo(&b, d, runs, PlainRunsLimit); err != nil {
 		return err
 	}
 	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
@@ -74,8 +71,8 @@ func writePage(file string, d pageData, runs savedRuns) error {
 	return nil
 }
 
-// writePageTo writes the page to w, the runs as plain JSON up to limit bytes, gzipped past it.
-func writePageTo(w io.Writer, d pageData, runs savedRuns, limit int) error {
+// WriteTo writes the page to w, the runs as plain JSON up to limit bytes, gzipped past it.
+func WriteTo(w io.Writer, d Data, runs any, limit int) error {
 	view, err := json.Marshal(d)
 	if err != nil {
 		return err
@@ -85,7 +82,7 @@ func writePageTo(w io.Writer, d pageData, runs savedRuns, limit int) error {
 		return err
 	}
 	if err := pageTemplate.Execute(w, struct {
-		pageData
+		Data
 		CSS template.CSS
 	}{d, template.CSS(pageCSS)}); err != nil {
 		return err
@@ -107,16 +104,16 @@ func writePageTo(w io.Writer, d pageData, runs savedRuns, limit int) error {
 	return err
 }
 
-// isPage tells whether b is a page a lab command wrote (and not a file of runs).
-func isPage(b []byte) bool {
+// IsPage tells whether b is a page a lab command wrote (and not a file of runs).
+func IsPage(b []byte) bool {
 	head := bytes.ToLower(bytes.TrimSpace(b[:min(len(b), 512)]))
 	return bytes.HasPrefix(head, []byte("<!doctype html")) || bytes.HasPrefix(head, []byte("<html"))
 }
 
 var runsElement = regexp.MustCompile(`<script([^>]*)\bid="` + runsID + `"([^>]*)>`)
 
-// runsOfPage is the runs a page carries, as the JSON -save writes.
-func runsOfPage(b []byte) ([]byte, error) {
+// RunsOf is the runs a page carries, as the JSON -save writes.
+func RunsOf(b []byte) ([]byte, error) {
 	loc := runsElement.FindSubmatchIndex(b)
 	if loc == nil {
 		return nil, errors.New("a page without runs (no " + runsID + " element): not one lab wrote")
@@ -158,19 +155,19 @@ func playedWords(s string) string {
 	return t.UTC().Format("2006-01-02 15:04 UTC")
 }
 
-// runPage is the page of one run.
-func runPage(c cell, st *steps.Step, played string) pageData {
-	tb := newPageTables()
-	r := newPageRun(c, st, playedWords(played), tb)
-	return pageData{Kind: "run", Runs: []pageRun{r}, Words: tb.words, Styles: tb.styles, Title: fmt.Sprintf("%s × %s", c.Step, c.Scenario),
+// RunPage is the page of one run.
+func RunPage(c matrix.Cell, st *steps.Step, played string, learner *steps.Step) Data {
+	tb := NewTables()
+	r := newRun(c, st, playedWords(played), tb, learner)
+	return Data{Kind: "run", Runs: []Run{r}, Words: tb.Words, Styles: tb.Styles, Title: fmt.Sprintf("%s × %s", c.Step, c.Scenario),
 		Backend: r.Backend, Played: r.Played}
 }
 
-// matrixPage is the page of several cells: the table, a row per step in the order the cells
+// MatrixPage is the page of several cells: the table, a row per step in the order the cells
 // came, each played cell linked to its run's section below it. played gives each run's time.
-func matrixPage(title string, cells []cell, played func(c cell) string) pageData {
-	d := pageData{Kind: "matrix", Title: title}
-	tb := newPageTables()
+func MatrixPage(title string, cells []matrix.Cell, played func(c matrix.Cell) string, learner *steps.Step) Data {
+	d := Data{Kind: "matrix", Title: title}
+	tb := NewTables()
 	for _, sc := range scenario.Names() {
 		d.Scenarios = append(d.Scenarios, string(sc))
 	}
@@ -180,18 +177,18 @@ func matrixPage(title string, cells []cell, played func(c cell) string) pageData
 		if !ok {
 			i = len(d.Rows)
 			idx[c.Step] = i
-			row := pageRow{Step: c.Step, Cells: make([]pageCell, len(d.Scenarios))}
+			row := Row{Step: c.Step, Cells: make([]Cell, len(d.Scenarios))}
 			if st, err := catalog.Find(c.Step); err == nil {
 				row.Title = st.Title
 			}
 			d.Rows = append(d.Rows, row)
 		}
 		if j := slices.Index(d.Scenarios, c.Scenario); j >= 0 {
-			d.Rows[i].Cells[j] = pageCellOf(c)
+			d.Rows[i].Cells[j] = cellOf(c)
 		}
 		if c.Report != nil {
 			st, _ := catalog.Find(c.Step)
-			r := newPageRun(c, st, playedWords(played(c)), tb)
+			r := newRun(c, st, playedWords(played(c)), tb, learner)
 			d.Runs = append(d.Runs, r)
 			if d.Backend == "" {
 				d.Backend = r.Backend
@@ -201,14 +198,14 @@ func matrixPage(title string, cells []cell, played func(c cell) string) pageData
 			}
 		}
 	}
-	d.Words, d.Styles = tb.words, tb.styles
+	d.Words, d.Styles = tb.Words, tb.Styles
 	return d
 }
 
-// gradePage is the page of a learner's grade: their row, then the rows the catalog expects of the
+// GradePage is the page of a learner's grade: their row, then the rows the catalog expects of the
 // steps nearest it (the one it equals first, if any), each cell of theirs that differs marked.
-func gradePage(slug string, row []cell, played string, shared []grading.Shared) pageData {
-	d := matrixPage("your lock: "+slug, row, func(cell) string { return played })
+func GradePage(slug string, row []matrix.Cell, played string, shared []grading.Shared, learner *steps.Step) Data {
+	d := MatrixPage("your lock: "+slug, row, func(matrix.Cell) string { return played }, learner)
 	d.Kind = "grade"
 	for _, s := range shared {
 		d.Shared = append(d.Shared, s.Says())
@@ -219,8 +216,8 @@ func gradePage(slug string, row []cell, played string, shared []grading.Shared) 
 	d.Rows[0].Mine, d.Rows[0].Note = true, "your lock"
 	d.Like = grading.Like(catalog.Steps, row, learner)
 	near := grading.NearestRows(catalog.Steps, row)
-	for _, n := range near[:min(len(near), nearestRows)] {
-		r := pageRow{Step: n.Step.Slug, Title: n.Step.Title, Note: "the same row, cell for cell"}
+	for _, n := range near[:min(len(near), NearestRows)] {
+		r := Row{Step: n.Step.Slug, Title: n.Step.Title, Note: "the same row, cell for cell"}
 		if u := grading.Unjudged(row); u > 0 {
 			_, judged := grading.DiffersUnder(n.Step, row)
 			r.Note = fmt.Sprintf("the same on the %d cells judged; %d not judged", judged, u)
@@ -229,8 +226,8 @@ func gradePage(slug string, row []cell, played string, shared []grading.Shared) 
 			r.Note = "differs under " + strings.Join(n.Diff, ", ")
 		}
 		for _, sc := range d.Scenarios {
-			c := cell{Step: n.Step.Slug, Scenario: sc, Violations: n.Step.Expect[steps.Scenario(sc)]}
-			pc := pageCell{Text: course.CellText(c), Class: course.CellClass(c), Differs: slices.Contains(n.Diff, sc)}
+			c := matrix.Cell{Step: n.Step.Slug, Scenario: sc, Violations: n.Step.Expect[steps.Scenario(sc)]}
+			pc := Cell{Text: course.CellText(c), Class: course.CellClass(c), Differs: slices.Contains(n.Diff, sc)}
 			r.Cells = append(r.Cells, pc)
 		}
 		d.Rows = append(d.Rows, r)
@@ -238,11 +235,11 @@ func gradePage(slug string, row []cell, played string, shared []grading.Shared) 
 	return d
 }
 
-// nearestRows is how many of the catalog's rows a grade's page shows beside the learner's.
-const nearestRows = 3
+// NearestRows is how many of the catalog's rows a grade's page shows beside the learner's.
+const NearestRows = 3
 
 // timelineHeight is the height a play's timeline takes, in CSS pixels (see laneHeight).
-func timelineHeight(p pagePlay) int { return timelineChrome + laneHeight*len(p.Lanes) }
+func timelineHeight(p Play) int { return timelineChrome + laneHeight*len(p.Lanes) }
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"height": timelineHeight, "g": pageGlyph, "buyerMarks": buyerMarks}).Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -285,71 +282,6 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 <p><b>Lanes:</b> one per buyer, one per lock node, one for the inventory; on the ruler above them, <b>{{g "Violation"}}</b> marks each violation where the referee found it. <span class="sw wait"></span> waiting (from the order's start to its first stock read once its Lock said yes) · <span class="sw work"></span> at work, with no lock to take (a step that takes none) · <span class="sw hold"></span> holds the lock · <span class="sw in"></span> inside the critical section (from the read its write was computed from to that write) · <span class="sw over"></span> inside while another order is inside too (an overlap) · <span class="sw frozen"></span> frozen · <span class="sw cut"></span> cut off from the lock server · <span class="sw dead"></span> crashed. On a lock node: a bar per hold, its holder's colour, begun where the node took it (<b>{{g "Acquired"}}</b>) and ended by <b>{{g "Released"}}</b> released, <b>{{g "Foreign"}}</b> deleted by another buyer, <b>{{g "Expired"}}</b> ran out (its TTL; drawn where it ran out, said when the referee saw it), <b>{{g "Lost"}}</b> lost in a failover or restart (<b>{{g "Failover"}}</b>, <b>{{g "Restart"}}</b>). A quorum's hold ends on every node when its first key is gone, as the referee judges it; where its key stays on another node a while longer, that node's bar says <b>· left</b> and ends when the key goes (<b>{{g "Left"}}</b> if another buyer deleted it), which blames nobody. On the inventory: each stock read and write, with its fencing token (<b>t</b>) where the step shows one; <b>{{g "Fenced"}}</b> a write the inventory refused for its stale token. Buyer marks: {{buyerMarks}}, <b>{{g "Waiting"}}</b> waits for another's lock, <b>{{g "Refused"}}</b> Lock said no, <b>{{g "Reentry"}}</b> a re-entry, <b>{{g "Fault"}}</b> a fault, <b>{{g "Crashed"}}</b> crashed, <b>{{g "Sold"}}</b>/<b>{{g "NoSale"}}</b>/<b>{{g "Failed"}}</b> the order's end: sold, nothing sold, an error (<b>{{g "Rejected"}}</b> the shop turned it away). Where many marks fall on one spot they are drawn as one, with their count.</p>
 </footer>{{end}}
 `))
-
-// writeJudgedPage writes the page of the runs judge read from file and judged again (cells, in
-// the same order): a run's page for one, a matrix's for several. The page keeps the runs as they
-// were read, with the verdicts they earned when played.
-func writeJudgedPage(out, file string, runs []savedRun, cells []cell) error {
-	played := map[string]string{}
-	for i, c := range cells {
-		played[runID(c.Step, c.Scenario)] = runs[i].Played
-	}
-	var d pageData
-	if len(cells) == 1 {
-		st, _ := catalog.Find(cells[0].Step)
-		d = runPage(cells[0], st, runs[0].Played)
-	} else {
-		d = matrixPage("runs judged again from "+filepath.Base(file), cells, func(c cell) string { return played[runID(c.Step, c.Scenario)] })
-	}
-	return writePage(out, d, savedRuns{Lockstep: "runs", Runs: runs})
-}
-
-// writeRunPage writes the page of one run of st, played at played, to out.
-func writeRunPage(out string, st *steps.Step, rep *referee.Report, played time.Time) error {
-	runs := savedOf([]*referee.Report{rep}, played)
-	return writePage(out, runPage(matrix.CellOf(rep), st, played.UTC().Format(time.RFC3339)), runs)
-}
-
-// writeExplorePage writes the page of what explore found in st (nil: a learner's lock), played at
-// played, to out: the shrunk program's run, and the program in words above its verdict.
-func writeExplorePage(out string, st *steps.Step, fd *explore.Found, played time.Time) error {
-	runs := savedOf([]*referee.Report{fd.Report}, played)
-	d := runPage(matrix.CellOf(fd.Report), st, played.UTC().Format(time.RFC3339))
-	d.Runs[0].Story = fd.Lines
-	return writePage(out, d, runs)
-}
-
-// writeMatrixPage writes the page of a played matrix of nSteps steps, played at played, to out.
-func writeMatrixPage(out string, cells []cell, nSteps int, played time.Time) error {
-	when := played.UTC().Format(time.RFC3339)
-	d := matrixPage(fmt.Sprintf("the matrix, %s × %d scenarios", course.Count(nSteps, "step", "steps"), len(scenario.Names())), cells, func(cell) string { return when })
-	return writePage(out, d, savedOf(cellReports(cells), played))
-}
-
-// writeGradePage writes the page of a learner's grade, played at played, to out: each cell of
-// the row with the report the grader wrote for it (Graded.Reports). name is the learner's (-name),
-// or "": lab class reads it back from the page's runs. shared is the learner's package-level state
-// every buyer shared (grading.SharedState), said on the page.
-func writeGradePage(out, slug, name string, g matrix.Graded, played time.Time, shared []grading.Shared) error {
-	reps := gradeReports(g)
-	when := played.UTC().Format(time.RFC3339)
-	runs := savedOf(reps, played)
-	runs.Name = name
-	return writePage(out, gradePage(slug, g.Row, when, shared), runs)
-}
-
-// gradeReports sets each cell of g's row to the report the grader wrote for it
-// (Graded.Reports), and returns those reports in the row's order.
-func gradeReports(g matrix.Graded) []*referee.Report {
-	var reps []*referee.Report
-	for i, c := range g.Row {
-		if rep := g.Reports[c.Scenario]; rep != nil {
-			g.Row[i].Report = rep
-			reps = append(reps, rep)
-		}
-	}
-	return reps
-}
 
 // pageGlyphs names the marks the page's legend says in its prose.
 var pageGlyphs = map[string]picture.ID{"Acquired": picture.Acquired, "Released": picture.Released,

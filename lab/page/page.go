@@ -1,4 +1,4 @@
-package main
+package page
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
@@ -20,36 +21,36 @@ import (
 // the referee emits as it replays the history (referee.NewReferee) and said in their own words
 // (Event.Words). The page's script only draws what is here; it judges nothing.
 
-// pageData is what a page's script draws.
-type pageData struct {
-	Kind string    `json:"kind"` // "run", "matrix", "grade" or "class"
-	Runs []pageRun `json:"runs"`
+// Data is what a page's script draws.
+type Data struct {
+	Kind string `json:"kind"` // "run", "matrix", "grade" or "class"
+	Runs []Run  `json:"runs"`
 	// Words and Styles are the page's tables: every event's words, and every mark's class,
 	// glyph and label, once each (a matrix's runs say "buyer 1 starts an order" hundreds of
 	// times).
-	Words     []string    `json:"words"`
-	Styles    []pageStyle `json:"styles"`
-	Scenarios []string    `json:"-"`
-	Rows      []pageRow   `json:"-"`
-	Like      string      `json:"-"` // grade: which step the learner's row is (grading.Like)
-	Shared    []string    `json:"-"` // grade: the learner's package-level state, a line each (grading.Shared)
-	Title     string      `json:"-"`
-	Backend   string      `json:"-"`
-	Played    string      `json:"-"`
+	Words     []string `json:"words"`
+	Styles    []Style  `json:"styles"`
+	Scenarios []string `json:"-"`
+	Rows      []Row    `json:"-"`
+	Like      string   `json:"-"` // grade: which step the learner's row is (grading.Like)
+	Shared    []string `json:"-"` // grade: the learner's package-level state, a line each (grading.Shared)
+	Title     string   `json:"-"`
+	Backend   string   `json:"-"`
+	Played    string   `json:"-"`
 }
 
-// pageRow is one row of a page's table: a step's played cells, or (on a grade's page) a step's
+// Row is one row of a page's table: a step's played cells, or (on a grade's page) a step's
 // expected row beside the learner's.
-type pageRow struct {
+type Row struct {
 	Step  string
 	Title string
 	Note  string // grade: what the row is to the learner's
 	Mine  bool   // grade: the learner's own row
-	Cells []pageCell
+	Cells []Cell
 }
 
-// pageCell is one cell of a page's table.
-type pageCell struct {
+// Cell is one cell of a page's table.
+type Cell struct {
 	Text    string // as the matrix prints it (cellText)
 	Class   string // ok, bad, unknown, skipped
 	Run     string // the id of its run's section, "" for a cell with no run here
@@ -57,8 +58,8 @@ type pageCell struct {
 	Differs bool   // grade: a step's expected cell that is not the learner's
 }
 
-// pageRun is one run (one cell): its verdict in the terminal's words and its plays' timelines.
-type pageRun struct {
+// Run is one run (one cell): its verdict in the terminal's words and its plays' timelines.
+type Run struct {
 	ID       string            `json:"id"`
 	Step     string            `json:"-"`
 	Title    string            `json:"-"` // the step's title, from the catalog
@@ -75,29 +76,29 @@ type pageRun struct {
 	Lesson   string            `json:"-"`
 	Next     string            `json:"-"`
 	FixAt    string            `json:"-"` // the folder of the step that fixes it
-	Plays    []pagePlay        `json:"plays"`
+	Plays    []Play            `json:"plays"`
 }
 
-// pagePlay is one play's timeline. Times are microseconds from the start of the play. A bar is
+// Play is one play's timeline. Times are microseconds from the start of the play. A bar is
 // [lane, from, to, class, label, event] (event: the index of the event it shows, -1 none). Marks
 // and events go to the page flat, each number after the first of its kind as the difference from
 // the one before where that keeps it short (MarshalJSON): a load run has thousands.
-type pagePlay struct {
-	Label    string      `json:"label,omitempty"`
-	End      int64       `json:"end"`
-	TTL      int64       `json:"ttl"`
-	Lanes    []pageLane  `json:"lanes"`
-	Bars     [][]any     `json:"bars"`
-	Marks    []pageMark  `json:"-"`
-	Events   []pageEvent `json:"-"`
-	Overlaps int         `json:"overlaps"`
+type Play struct {
+	Label    string  `json:"label,omitempty"`
+	End      int64   `json:"end"`
+	TTL      int64   `json:"ttl"`
+	Lanes    []Lane  `json:"lanes"`
+	Bars     [][]any `json:"bars"`
+	Marks    []Mark  `json:"-"`
+	Events   []Event `json:"-"`
+	Overlaps int     `json:"overlaps"`
 	// Thinned is how many commands are counted on their marks and not kept among Events.
 	Thinned int `json:"thinned,omitempty"`
 }
 
-// pageMark is one mark of a timeline: a command, a stock read or write, a lock's coming or going,
+// Mark is one mark of a timeline: a command, a stock read or write, a lock's coming or going,
 // a fault — one event, or Count events of one lane and style that fall on one spot.
-type pageMark struct {
+type Mark struct {
 	Lane  int // -1: the ruler (a violation)
 	At    int64
 	Style int // the page's Styles
@@ -105,22 +106,22 @@ type pageMark struct {
 	Count int
 }
 
-// pageEvent is one of the referee's events, in its order: when, the lane it happened on (-1
+// Event is one of the referee's events, in its order: when, the lane it happened on (-1
 // none), its words (the page's Words) and its mark (-1 none).
-type pageEvent struct {
+type Event struct {
 	At   int64
 	Lane int
 	Word int
 	Mark int
 }
 
-// pageStyle is how a mark looks: its class (what it is), its glyph and its label.
-type pageStyle [3]string
+// Style is how a mark looks: its class (what it is), its glyph and its label.
+type Style [3]string
 
 // MarshalJSON writes the marks as [lane, Δat, style, Δfirst, count, …] and the events as
 // [Δat, lane, word, mark, …], each Δ from the mark's or event's before (page.js undoes it).
-func (p pagePlay) MarshalJSON() ([]byte, error) {
-	type plain pagePlay
+func (p Play) MarshalJSON() ([]byte, error) {
+	type plain Play
 	marks := make([]int64, 0, 5*len(p.Marks))
 	var at, first int64
 	for _, m := range p.Marks {
@@ -140,42 +141,42 @@ func (p pagePlay) MarshalJSON() ([]byte, error) {
 	}{plain(p), marks, events})
 }
 
-// pageTables gather a page's words and styles as its plays are drawn.
-type pageTables struct {
-	words  []string
-	styles []pageStyle
+// Tables gather a page's words and styles as its plays are drawn.
+type Tables struct {
+	Words  []string // every event's words, once each
+	Styles []Style  // every mark's class, glyph and label, once each
 	word   map[string]int
-	style  map[pageStyle]int
+	style  map[Style]int
 }
 
-func newPageTables() *pageTables {
-	return &pageTables{words: []string{}, styles: []pageStyle{}, word: map[string]int{}, style: map[pageStyle]int{}}
+func NewTables() *Tables {
+	return &Tables{Words: []string{}, Styles: []Style{}, word: map[string]int{}, style: map[Style]int{}}
 }
 
 // wordOf is s's index in the page's words.
-func (t *pageTables) wordOf(s string) int {
+func (t *Tables) wordOf(s string) int {
 	i, ok := t.word[s]
 	if !ok {
-		i = len(t.words)
+		i = len(t.Words)
 		t.word[s] = i
-		t.words = append(t.words, s)
+		t.Words = append(t.Words, s)
 	}
 	return i
 }
 
 // styleOf is st's index in the page's styles.
-func (t *pageTables) styleOf(st pageStyle) int {
+func (t *Tables) styleOf(st Style) int {
 	i, ok := t.style[st]
 	if !ok {
-		i = len(t.styles)
+		i = len(t.Styles)
 		t.style[st] = i
-		t.styles = append(t.styles, st)
+		t.Styles = append(t.Styles, st)
 	}
 	return i
 }
 
-// pageLane is one lane of a timeline: a buyer, a lock node, or the inventory.
-type pageLane struct {
+// Lane is one lane of a timeline: a buyer, a lock node, or the inventory.
+type Lane struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"` // "buyer", "node" or "inventory"
 }
@@ -185,9 +186,9 @@ type pageLane struct {
 // the page draws a mark where the eye can see one. Every event is kept, and ←/→ walks them all.
 const markSpan = 1.0 / 250
 
-// pageCellOf is c as a cell of a page's table.
-func pageCellOf(c cell) pageCell {
-	pc := pageCell{Text: course.CellText(c), Class: course.CellClass(c)}
+// cellOf is c as a cell of a page's table.
+func cellOf(c matrix.Cell) Cell {
+	pc := Cell{Text: course.CellText(c), Class: course.CellClass(c)}
 	switch {
 	case c.Skipped != "":
 		pc.Hint = c.Skipped
@@ -197,14 +198,14 @@ func pageCellOf(c cell) pageCell {
 		pc.Hint = c.Explain[0].Sentence
 	}
 	if c.Report != nil {
-		pc.Run = runID(c.Step, c.Scenario)
+		pc.Run = RunID(c.Step, c.Scenario)
 	}
 	return pc
 }
 
-// runID is the anchor of a run's section: "run-04_atomic_ttl-slow"; a learner's folder's
+// RunID is the anchor of a run's section: "run-04_atomic_ttl-slow"; a learner's folder's
 // slashes become dashes ("run-steps-mine-slow"), so that the link needs no escaping.
-func runID(step, sc string) string {
+func RunID(step, sc string) string {
 	return "run-" + strings.Map(func(r rune) rune {
 		if r == '/' || r == '\\' || r == ' ' || r == '#' || r == '%' || r == '"' {
 			return '-'
@@ -213,12 +214,12 @@ func runID(step, sc string) string {
 	}, step+"-"+sc)
 }
 
-// newPageRun is the page's view of cell c, played at played ("" unknown): c.Report's verdict and
+// newRun is the page's view of cell c, played at played ("" unknown): c.Report's verdict and
 // every play's timeline, its words and styles in tb. st is the cell's step when the catalog
-// knows it.
-func newPageRun(c cell, st *steps.Step, played string, tb *pageTables) pageRun {
+// knows it; learner is the learner's lock in the catalog (lab -dir), nil if none.
+func newRun(c matrix.Cell, st *steps.Step, played string, tb *Tables, learner *steps.Step) Run {
 	rep := c.Report
-	r := pageRun{ID: runID(c.Step, c.Scenario), Step: c.Step, Scenario: c.Scenario, What: scenario.Describe(steps.Scenario(c.Scenario)),
+	r := Run{ID: RunID(c.Step, c.Scenario), Step: c.Step, Scenario: c.Scenario, What: scenario.Describe(steps.Scenario(c.Scenario)),
 		Backend: rep.Backend, Played: played, Cell: course.CellText(c), Class: course.CellClass(c), Explain: rep.Explain, Report: rep.Text()}
 	if r.Backend == "" {
 		r.Backend = "embedded"
@@ -245,7 +246,7 @@ func newPageRun(c cell, st *steps.Step, played string, tb *pageTables) pageRun {
 	}
 	plays = append(plays, rep.Others...)
 	for i, h := range plays {
-		p := newPagePlay(h, tb)
+		p := NewPlay(h, tb)
 		if len(plays) > 1 {
 			p.Label = fmt.Sprintf("play %d of %d", i+1, len(plays))
 		}
