@@ -264,11 +264,14 @@ func (a *Arena) crashed(p *process) {
 }
 
 // Holder is the buyer inside the critical section (the first in, if several are), or else the
-// buyer of the first lock held; 0 if there is none.
+// buyer of the first lock held; 0 if there is none, or if it is in its Unlock (Stage.Holder).
 func (a *Arena) Holder() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.ref.Inside()
+	if h := a.ref.Inside(); h != 0 && !a.ref.Releasing(h) {
+		return h
+	}
+	return 0
 }
 
 func (a *Arena) proc(n int) *process {

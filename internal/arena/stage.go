@@ -111,7 +111,10 @@ func (s *Stage) actor(n int) *Actor {
 }
 
 // Holder is the buyer inside the critical section (the first in, if several are), or else the
-// owner of the first lock held; nil when there is none.
+// owner of the first lock held; nil when there is none, or when it is in its Unlock. Hazard: a key
+// pressed as the holder's Unlock has sent its DEL would strike a buyer whose lock is already on
+// its way out (a crash on 03 then leaves no stuck lock, where the matrix says one): the key waits
+// for the next holder instead.
 func (s *Stage) Holder() *Actor { return s.actor(s.a.Holder()) }
 
 // A BuyerOption sets a buyer up as it comes on the stage.

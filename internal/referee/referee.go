@@ -375,6 +375,16 @@ func (r *Referee) Inside() int {
 	return 0
 }
 
+// Releasing tells whether buyer n has an Unlock call under way (begun, not returned).
+func (r *Referee) Releasing(n int) bool {
+	for _, c := range r.calls {
+		if c.buyer == n && !c.lock {
+			return true
+		}
+	}
+	return false
+}
+
 // Shelf is the stock as last written.
 func (r *Referee) Shelf() int { return r.shelf }
 

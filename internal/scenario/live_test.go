@@ -1,9 +1,11 @@
 package scenario_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -127,4 +129,50 @@ func sampled(st *steps.Step, sc *scenario.Scenario) bool {
 	}
 	i := slices.Index(catalog.Steps, st)
 	return i == first || i == last || i == after
+}
+
+// TestAKeyWaitsForAHolderOnItsWayOut: a key pressed while the holder is in its Unlock does not
+// strike it (its lock is on its way out: a crash there leaves 03 nothing stuck, where the matrix
+// says stuck); Press says nobody holds the lock, and the lab's key tries again for the next holder.
+func TestAKeyWaitsForAHolderOnItsWayOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base, err := catalog.Find("03")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, out := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		st := *base
+		st.New = func(p steps.Proc) steps.Locker {
+			return &heldUnlock{Locker: base.New(p), in: in, out: out, once: &once}
+		}
+		env, err := redisenv.NewEmbeddedNodes(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer env.Close()
+		l, err := arena.StartLive(arena.Config{Step: &st, Env: env, Stock: 100, Timing: history.DefaultTiming()}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-in // buyer 1 is in its first Unlock, its DEL not sent yet
+		who, err := scenario.Press(l, scenario.Crash)
+		close(out)
+		l.Stop()
+		if !errors.Is(err, arena.ErrNoHolder) {
+			t.Errorf("the crash key in the holder's Unlock: hit buyer %d (%v), want no holder", who, err)
+		}
+	})
+}
+
+// heldUnlock holds its process's first Unlock call, once begun, until out is closed.
+type heldUnlock struct {
+	steps.Locker
+	in, out chan struct{}
+	once    *sync.Once
+}
+
+func (u *heldUnlock) Unlock(ctx context.Context, key string) error {
+	u.once.Do(func() { u.in <- struct{}{}; <-u.out })
+	return u.Locker.Unlock(ctx, key)
 }
