@@ -215,8 +215,8 @@ func runDocCmd(t *testing.T, c docCmd) {
 }
 
 // gradeFolder makes a documented grade folder runnable: a placeholder (steps/<your folder>) or a
-// folder that is not there is a fresh copy of step 09 made for the test, as module 7 has a
-// learner make one.
+// folder that is not there is a copy of step 09, as module 7 has a learner make one (sharedCopy's,
+// which the grade tests grade too).
 func gradeFolder(t *testing.T, args []string) []string {
 	args = slices.Clone(args)
 	for i := 1; i < len(args); i++ {
@@ -231,7 +231,7 @@ func gradeFolder(t *testing.T, args []string) []string {
 			args[i] = filepath.Join("..", a)
 			return args
 		}
-		args[i] = copyStep(t, "09_lua_unlock", "README.md")
+		args[i] = sharedCopy(t, "09_lua_unlock", "README.md")
 		t.Logf("grade %s: a copy of step 09 stands in for the learner's folder: %s", a, args[i])
 		return args
 	}

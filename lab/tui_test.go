@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 			if buildDir != "" {
 				os.RemoveAll(buildDir)
 			}
+			forgetBuilds()
+			forgetSharedCopies()
 			os.Exit(code) // goleak's own exit: a Cleanup that returns passes a leak in silence
 		}))
 }
