@@ -22,7 +22,7 @@ import (
 // beside step 4's row; a saved verdict its history does not bear out is said, and exits 1.
 func TestGradeWantAndClass(t *testing.T) {
 	t.Parallel() // grade builds and runs a binary of its own
-	four := copyStep(t, "04_atomic_ttl", "README.md")
+	four := sharedCopy(t, "04_atomic_ttl", "README.md")
 	files := t.TempDir()
 	saved, page := filepath.Join(files, "ada.json"), filepath.Join(files, "ada.html")
 

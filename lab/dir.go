@@ -82,7 +82,7 @@ func runLearnerLab(p *grading.Pkg, nodes int, args []string, stdout, stderr io.W
 	}
 	defer os.RemoveAll(tmp)
 	fmt.Fprintf(stderr, "lab: building the lab with %s (go build; the first time takes a while)…\n", p.Rel)
-	bin, err := grading.Build(ctx, p, grading.LabOverlay(p, nodes), tmp)
+	bin, err := buildPkg(ctx, p, grading.LabOverlay(p, nodes), tmp)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &childExit{code: 130}

@@ -94,7 +94,7 @@ func TestDocumentedCommands(t *testing.T) {
 		t.Fatal("no go run ./lab command found in README.md and docs/*.md")
 	}
 	docFilesDir = t.TempDir()
-	defer func() { docFilesDir = "" }()
+	t.Cleanup(func() { docFilesDir = "" }) // after the parallel subtests too
 	memo := &playMemo{orig: play, reps: map[string]*referee.Report{}, errs: map[string]error{}}
 	play, docMemo = memo.play, memo
 	t.Cleanup(func() { play, docMemo = memo.orig, nil })
@@ -112,15 +112,32 @@ func TestDocumentedCommands(t *testing.T) {
 			continue
 		}
 		t.Run(strings.ReplaceAll(c.where, "/", "_"), func(t *testing.T) {
-			memo.mu.Lock()
-			memo.served = map[string]bool{}
-			memo.mu.Unlock()
+			if gradesAFolder(c) {
+				t.Parallel() // see gradesAFolder
+			} else {
+				memo.mu.Lock()
+				memo.served = map[string]bool{}
+				memo.mu.Unlock()
+			}
 			runDocCmd(t, c)
 		})
 	}
 	for _, s := range skipped {
 		t.Log("not run, opens the terminal lab:", s)
 	}
+}
+
+// gradesAFolder says whether c is a lab grade of a learner's folder that is no exercise's answer
+// (those are graded together, gradeExercise), with no environment of its own and no file a later
+// command reads: such a grade builds and runs its grader, a process of its own, and touches none
+// of what the other commands share (play, the memo, the package's bubble, the environment), so it
+// runs in parallel, after the others.
+func gradesAFolder(c docCmd) bool {
+	if len(c.args) == 0 || c.args[0] != "grade" || len(c.env) > 0 || slices.Contains(c.args, "-save") {
+		return false
+	}
+	_, answer := exerciseOf(c.args)
+	return !answer
 }
 
 // notHeadless says why c is not run here: the terminal lab needs a terminal (the tmux test drives
@@ -137,7 +154,9 @@ func notHeadless(c docCmd) string {
 
 // runDocCmd runs one command on what this machine has and checks it.
 func runDocCmd(t *testing.T, c docCmd) {
-	inVirtualTime(t)
+	if !gradesAFolder(c) { // a grade plays in its grader, never in this process's bubble
+		inVirtualTime(t)
+	}
 	args := slices.Clone(c.args)
 	for _, e := range c.env {
 		name, val, _ := strings.Cut(e, "=")
@@ -215,8 +234,8 @@ func runDocCmd(t *testing.T, c docCmd) {
 }
 
 // gradeFolder makes a documented grade folder runnable: a placeholder (steps/<your folder>) or a
-// folder that is not there is a fresh copy of step 09 made for the test, as module 7 has a
-// learner make one.
+// folder that is not there is a copy of step 09, as module 7 has a learner make one (sharedCopy's,
+// which the grade tests grade too).
 func gradeFolder(t *testing.T, args []string) []string {
 	args = slices.Clone(args)
 	for i := 1; i < len(args); i++ {
@@ -231,7 +250,7 @@ func gradeFolder(t *testing.T, args []string) []string {
 			args[i] = filepath.Join("..", a)
 			return args
 		}
-		args[i] = copyStep(t, "09_lua_unlock", "README.md")
+		args[i] = sharedCopy(t, "09_lua_unlock", "README.md")
 		t.Logf("grade %s: a copy of step 09 stands in for the learner's folder: %s", a, args[i])
 		return args
 	}

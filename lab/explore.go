@@ -136,14 +136,14 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 	var bin, root string
 	if p != nil {
 		root = p.Root
-		bin, err = grading.Build(ctx, p, grading.ExplorerOverlay(p, f.nodes), tmp)
+		bin, err = buildPkg(ctx, p, grading.ExplorerOverlay(p, f.nodes), tmp)
 	} else {
 		var wd string
 		if wd, err = os.Getwd(); err == nil {
 			if root, err = grading.ModuleRoot(wd); err != nil {
 				return usageError("explore runs inside lockstep's module (cd into it, then go run ./lab explore …): %v", err)
 			}
-			bin, err = grading.BuildTest(ctx, root, "internal/explore", "the explorer", tmp)
+			bin, err = buildTest(ctx, root, "internal/explore", "the explorer", tmp)
 		}
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,53 @@ func learnerFolder(t *testing.T) string {
 func copyStep(t *testing.T, slug string, drop ...string) string {
 	t.Helper()
 	dir := learnerFolder(t)
+	copyStepInto(t, dir, slug, drop...)
+	return dir
+}
+
+// sharedCopies are the learners' folders sharedCopy made, by step and files left out; TestMain
+// removes them.
+var sharedCopies struct {
+	sync.Mutex
+	dirs map[string]string
+}
+
+// sharedCopy is copyStep's folder, made once for every test that grades or explores a copy of
+// slug without those files and never changes it: one folder, so one build of its grader or
+// explorer serves them all (buildcache_test.go). A test that edits its copy takes copyStep's.
+func sharedCopy(t *testing.T, slug string, drop ...string) string {
+	t.Helper()
+	sharedCopies.Lock()
+	defer sharedCopies.Unlock()
+	key := strings.Join(append([]string{slug}, drop...), "\x00")
+	if dir, ok := sharedCopies.dirs[key]; ok {
+		return dir
+	}
+	dir, err := os.MkdirTemp(filepath.Join("..", "steps"), "gradetest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyStepInto(t, dir, slug, drop...)
+	if sharedCopies.dirs == nil {
+		sharedCopies.dirs = map[string]string{}
+	}
+	sharedCopies.dirs[key] = dir
+	return dir
+}
+
+// forgetSharedCopies removes the folders sharedCopy made (TestMain, at the end).
+func forgetSharedCopies() {
+	sharedCopies.Lock()
+	defer sharedCopies.Unlock()
+	for _, dir := range sharedCopies.dirs {
+		os.RemoveAll(dir)
+	}
+	sharedCopies.dirs = nil
+}
+
+// copyStepInto copies step slug's files but drop into dir.
+func copyStepInto(t *testing.T, dir, slug string, drop ...string) {
+	t.Helper()
 	src := filepath.Join("..", "steps", slug)
 	ents, err := os.ReadDir(src)
 	if err != nil {
@@ -58,7 +106,6 @@ func copyStep(t *testing.T, slug string, drop ...string) string {
 			t.Fatal(err)
 		}
 	}
-	return dir
 }
 
 // grade runs lab grade with args as main would and returns the exit status, stdout and stderr.
@@ -96,7 +143,7 @@ func scenariosBroken(st *steps.Step) []string {
 // pause and failover named, a sentence under each violation, and its row the catalog's.
 func TestGradeCopyOf09(t *testing.T) {
 	t.Parallel() // grade builds and runs a binary of its own
-	dir := copyStep(t, "09_lua_unlock", "README.md")
+	dir := sharedCopy(t, "09_lua_unlock", "README.md")
 	code, out, errs := grade(t, dir)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
@@ -119,7 +166,7 @@ func TestGradeCopyOf09(t *testing.T) {
 // TestGradeCopyOf17: the lock-free order of step 17 passes every scenario: exit 0.
 func TestGradeCopyOf17(t *testing.T) {
 	t.Parallel() // grade builds and runs a binary of its own
-	dir := copyStep(t, "17_atomic_stock", "README.md", "idea_test.go")
+	dir := sharedCopy(t, "17_atomic_stock", "README.md", "idea_test.go")
 	code, out, errs := grade(t, dir)
 	if code != 0 {
 		t.Fatalf("exit %d, want 0\n%s\n%s", code, out, errs)
@@ -142,7 +189,7 @@ func TestGradeQuorumWithoutOrder(t *testing.T) {
 		{"15_redlock", []string{"README.md", "idea_test.go"}, []string{"-json", "-nodes", "3"}},
 		{"09_lua_unlock", []string{"README.md", "order.go", "source.go"}, []string{"-json"}},
 	} {
-		dir := copyStep(t, tc.slug, tc.drop...)
+		dir := sharedCopy(t, tc.slug, tc.drop...)
 		code, out, errs := grade(t, append([]string{dir}, tc.args...)...)
 		var row []cell
 		if err := json.Unmarshal([]byte(out), &row); err != nil || len(row) != len(scenario.Names()) {

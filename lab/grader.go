@@ -29,6 +29,15 @@ import (
 // SIGHUP, and a build left in $TMPDIR/lockstep-grade-* stayed there for good.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
+// buildPkg and buildTest build the test binaries and labs the commands run (grading.Build,
+// grading.BuildTest), each into the folder it is given. They are variables for the lab's tests
+// alone, which build the same binary for many of their tests and keep one of each
+// (buildcache_test.go); the lab itself always builds afresh.
+var (
+	buildPkg  = grading.Build
+	buildTest = grading.BuildTest
+)
+
 // grader is internal/matrix's test binary, built in a folder of its own: Go has virtual time
 // under go test alone, so the headless commands play the embedded backend in it. lab grade plays
 // a learner's row there (TestGrade, with the learner's package laid over it); lab run and lab
@@ -66,10 +75,10 @@ func buildGrader(ctx context.Context, p *grading.Pkg, nodes int, stderr io.Write
 	g.tmp = tmp
 	if p != nil {
 		fmt.Fprintf(stderr, "lab: building the grader with %s (go test -c; the first time takes a while)…\n", p.Rel)
-		g.bin, err = grading.Build(ctx, p, grading.GraderOverlay(p, nodes), tmp)
+		g.bin, err = buildPkg(ctx, p, grading.GraderOverlay(p, nodes), tmp)
 	} else {
 		fmt.Fprintln(stderr, "lab: building the grader, to play in virtual time (go test -c ./internal/matrix; the first time takes a while)…")
-		g.bin, err = grading.BuildGrader(ctx, g.root, tmp)
+		g.bin, err = buildTest(ctx, g.root, "internal/matrix", "the grader", tmp)
 	}
 	if err != nil {
 		g.close()

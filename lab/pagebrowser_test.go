@@ -125,7 +125,7 @@ func TestPagesInBrowser(t *testing.T) {
 	// a grade's page, as lab grade writes it of a learner's copy of step 04: the learner's row
 	// above step 04's (the same row) and the next nearest, its verdicts and sentences as the
 	// terminal prints them
-	learner := copyStep(t, "04_atomic_ttl", "README.md", "idea_test.go")
+	learner := sharedCopy(t, "04_atomic_ttl", "README.md")
 	file = filepath.Join(dir, "grade.html")
 	code, gradeOut, gradeErr := grade(t, learner, "-html", file)
 	if code != 1 || !strings.Contains(gradeOut, "Your row of the matrix:") {
