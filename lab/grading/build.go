@@ -119,15 +119,10 @@ func Build(ctx context.Context, p *Pkg, ov Overlay, dir string) (string, error) 
 	return "", fmt.Errorf("go %s of %s with %s: %v: %s", ov.Args[0], ov.What, p.Rel, err, msg)
 }
 
-// BuildGrader builds internal/matrix's test binary of the module in root, as it stands, into
-// dir: the grader in which lab run and lab matrix play the embedded backend in virtual time. Its
-// error is one line. Hazard: as Build, it links a whole binary.
-func BuildGrader(ctx context.Context, root, dir string) (string, error) {
-	return BuildTest(ctx, root, "internal/matrix", "the grader", dir)
-}
-
 // BuildTest builds the test binary of the package pkg (a path inside the module in root, such as
-// internal/explore), as it stands, into dir; what names it in the one-line error.
+// internal/matrix, the grader in which lab run and lab matrix play the embedded backend in
+// virtual time, or internal/explore), as it stands, into dir; what names it in the one-line
+// error. Hazard: as Build, it links a whole binary.
 func BuildTest(ctx context.Context, root, pkg, what, dir string) (string, error) {
 	bin, out, err := goBuild(ctx, root, []string{"test", "-c"}, pkg, dir)
 	if err == nil || ctx.Err() != nil {
