@@ -151,21 +151,22 @@ func (a *board) fold(e referee.Event) {
 		a.last = e.At
 	}
 	a.advance(e.At)
-	a.pic.Add(e)
+	for _, d := range a.pic.Add(e) {
+		if d.ID == picture.Renew || d.ID == picture.LockScript {
+			a.renewed(e) // the owner was alive (a Lua lock that re-enters rewrote its lock too)
+		}
+	}
 	if e.Buyer > 0 {
 		a.buyer(e.Buyer)
 	}
 	switch e.Kind {
 	case referee.EvCommand:
 		a.commands++
-		if m := picture.OfCommand(e.Cmd, false); m == picture.Renew || m == picture.LockScript {
-			a.renewed(e) // the owner was alive (a Lua lock that re-enters rewrote its lock too)
-		}
 	case referee.EvEnter:
 		if a.initial < 0 { // a scenario's stock is known from its first read
 			a.initial, a.shelf = e.Stock, e.Stock
 		}
-		if a.noLock || e.Granted {
+		if !e.Peek(a.noLock) {
 			a.logf(e.At, "%s", e.Words())
 		}
 	case referee.EvLine:

@@ -60,7 +60,7 @@ func newSignals(noLock bool) *signals {
 // is the referee's (its Lock call returned yes), not a key taken: a granted Lock whose key the
 // referee did not see it take is still in.
 func (s *signals) peek(e referee.Event) bool {
-	return e.Kind == referee.EvEnter && !s.noLock && !e.Granted
+	return e.Peek(s.noLock)
 }
 
 // get is the channel of signal k.

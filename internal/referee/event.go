@@ -102,3 +102,9 @@ type Command struct {
 	// node by its name ("EVALSHA lock on lock-2").
 	Label, Long string
 }
+
+// Peek tells whether e is a read of the stock by an order whose Lock has not said yes yet, in a
+// step that takes a lock (noLock false): a fail-fast peek, a count read before Lock. It takes
+// nobody inside, for the stage, the picture and the log alike. Hazard: Granted is the referee's
+// (a Lock call of the order returned yes), not a key taken.
+func (e Event) Peek(noLock bool) bool { return e.Kind == EvEnter && !noLock && !e.Granted }

@@ -330,18 +330,19 @@ var Count = vocab.Count
 // CellText is a cell as the table prints it: ✓ where no judged kind happened, the kinds that
 // did, ? without a verdict, or skipped.
 func CellText(c matrix.Cell) string {
-	switch {
-	case c.Skipped != "":
+	switch CellClass(c) {
+	case "skipped":
 		return "skipped"
-	case len(c.Unjudged) > 0:
+	case "unknown":
 		return "?"
-	case len(c.Violations) > 0:
+	case "bad":
 		return KindList(c.Violations)
 	}
 	return "✓"
 }
 
-// CellClass is how a page colours a cell: ok (✓), bad (a violation), unknown (?), skipped.
+// CellClass is what a cell is, as a page colours it: ok (✓), bad (a violation), unknown (?),
+// skipped.
 func CellClass(c matrix.Cell) string {
 	switch {
 	case c.Skipped != "":

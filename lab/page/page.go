@@ -149,28 +149,24 @@ type Tables struct {
 	style  map[Style]int
 }
 
+// NewTables is an empty pair of tables.
 func NewTables() *Tables {
 	return &Tables{Words: []string{}, Styles: []Style{}, word: map[string]int{}, style: map[Style]int{}}
 }
 
 // wordOf is s's index in the page's words.
-func (t *Tables) wordOf(s string) int {
-	i, ok := t.word[s]
-	if !ok {
-		i = len(t.Words)
-		t.word[s] = i
-		t.Words = append(t.Words, s)
-	}
-	return i
-}
+func (t *Tables) wordOf(s string) int { return indexIn(&t.Words, t.word, s) }
 
 // styleOf is st's index in the page's styles.
-func (t *Tables) styleOf(st Style) int {
-	i, ok := t.style[st]
+func (t *Tables) styleOf(st Style) int { return indexIn(&t.Styles, t.style, st) }
+
+// indexIn is v's index in *list, whose indexes idx holds, v appended the first time.
+func indexIn[V comparable](list *[]V, idx map[V]int, v V) int {
+	i, ok := idx[v]
 	if !ok {
-		i = len(t.Styles)
-		t.style[st] = i
-		t.Styles = append(t.Styles, st)
+		i = len(*list)
+		idx[v] = i
+		*list = append(*list, v)
 	}
 	return i
 }

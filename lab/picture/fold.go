@@ -118,7 +118,7 @@ func (f *Fold) Add(e referee.Event) []Drawn {
 		}
 	case referee.EvEnter:
 		stock(Read)
-		if !f.noLock && !e.Granted {
+		if e.Peek(f.noLock) {
 			break // a read before the order's Lock said yes (a peek): it is not inside
 		}
 		if !f.noLock {
