@@ -143,8 +143,8 @@ func readClassRow(file string) (classRow, error) {
 		if !rep.Complete() {
 			c.Unjudged, c.Why = rep.Unjudged, rep.Why()
 		}
-		if run.Violations != nil && (!slices.Equal(orNone(run.Violations), orNone(rep.Violations)) || !slices.Equal(orNone(run.Unjudged), orNone(rep.Unjudged))) {
-			r.differ = append(r.differ, fmt.Sprintf("%s: played %s, judged again %s", sc, verdictWords(run.Violations, run.Unjudged), verdictWords(rep.Violations, rep.Unjudged)))
+		if rep.Differs(run.Violations, run.Unjudged) {
+			r.differ = append(r.differ, fmt.Sprintf("%s: played %s, judged again %s", sc, course.Verdict(run.Violations, run.Unjudged), course.Verdict(rep.Violations, rep.Unjudged)))
 		}
 		r.row = append(r.row, c)
 	}

@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -30,41 +30,18 @@ var (
 	learnerShared []string // its package-level state shared by every buyer, in words (registerLearner)
 )
 
-// isLearner tells whether st is the learner's own lock: a step with no row of the matrix, whose
-// breaks the lab must find by playing.
-func isLearner(st *steps.Step) bool { return learner != nil && st == learner }
-
 // registerLearner is what the overlaid file calls from its init: it makes the learner's package a
-// step of this binary's catalog, a side road at the end of the picker. order nil means the
-// package has no Order: steps.DefaultOrder (step 03's try/finally handler) places its orders.
-// src nil means it exports no Source: the code pane reads its folder. shared is what its
-// package-level state every simulated buyer shares says (grading.Shared), a line each: the picker
-// says it under the lock, and the arena above its lanes (its claim). Hazard: it changes
+// step of this binary's catalog (course.LearnerStep), a side road at the end of the picker. src
+// nil means the package exports no Source: the code pane reads its folder. Hazard: it changes
 // catalog.Steps, which every command of this binary iterates — only a lab built by grade may
 // call it.
 func registerLearner(dir, slug string, nodes int, newFn func(steps.Proc) steps.Locker,
 	order func(context.Context, steps.Locker, steps.Shop) error, src fs.FS, shared []string) {
-	if order == nil {
-		order = steps.DefaultOrder
-	}
 	if src == nil {
 		src = os.DirFS(dir)
 	}
-	learner = &steps.Step{
-		Slug: slug, Side: true, Nodes: nodes,
-		Title:   "The lock in " + slug,
-		Claim:   "The lock in " + slug + ", played against every scenario as the steps are.",
-		Article: "yours",
-		Fixes:   "What you changed.",
-		Breaks:  "Whatever the referee finds: go run ./lab grade " + slug + " plays every scenario.",
-		Hint:    "Inject each fault into the holder, or grade it headless.",
-		Lesson:  "The referee's sentence above says what happened; below, the steps of the line that clear it.",
-		New:     newFn, Order: order, Source: src,
-	}
+	learner = course.LearnerStep(slug, nodes, newFn, order, src, shared)
 	learnerShared = shared
-	for _, s := range slices.Backward(shared) {
-		learner.Claim = "Note: " + s + ". " + learner.Claim
-	}
 	learnerDir = dir
 	catalog.Steps = append(catalog.Steps, learner)
 }

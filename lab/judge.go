@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
@@ -199,8 +198,8 @@ func judgeCmd(args []string, stdout, stderr io.Writer) error {
 			c.Unjudged, c.Why = rep.Unjudged, rep.Why()
 			incomplete = append(incomplete, r.Step+" × "+r.Scenario)
 		}
-		if differs(r, rep) {
-			differ = append(differ, fmt.Sprintf("%s × %s: played %s, judged again %s", r.Step, r.Scenario, verdictWords(r.Violations, r.Unjudged), verdictWords(rep.Violations, rep.Unjudged)))
+		if rep.Differs(r.Violations, r.Unjudged) {
+			differ = append(differ, fmt.Sprintf("%s × %s: played %s, judged again %s", r.Step, r.Scenario, course.Verdict(r.Violations, r.Unjudged), course.Verdict(rep.Violations, rep.Unjudged)))
 		}
 		cells = append(cells, c)
 	}
@@ -235,28 +234,4 @@ func judgeCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s no verdict", course.Count(len(incomplete), "run has", "runs have"))
 	}
 	return nil
-}
-
-// differs tells whether rep, run r judged again, has another verdict than the one r earned when
-// it was played. A run saved without its verdict (a bare history) differs from none.
-func differs(r savedRun, rep *referee.Report) bool {
-	return r.Violations != nil && (!slices.Equal(orNone(r.Violations), orNone(rep.Violations)) || !slices.Equal(orNone(r.Unjudged), orNone(rep.Unjudged)))
-}
-
-func orNone(k []steps.Kind) []steps.Kind {
-	if k == nil {
-		return []steps.Kind{}
-	}
-	return k
-}
-
-// verdictWords is a verdict as the matrix prints it: ✓, the kinds, or ? and the unjudged kinds.
-func verdictWords(v, unjudged []steps.Kind) string {
-	switch {
-	case len(unjudged) > 0:
-		return "? (" + course.KindList(unjudged) + ")"
-	case len(v) > 0:
-		return course.KindList(v)
-	}
-	return "✓"
 }

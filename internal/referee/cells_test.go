@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
 // TestJudgeSavedCells judges every saved cell again: the same violations, the same kinds it
@@ -33,11 +31,4 @@ func TestJudgeSavedCells(t *testing.T) {
 			}
 		})
 	}
-}
-
-func orNone(ks []vocab.Kind) []vocab.Kind {
-	if ks == nil {
-		return []vocab.Kind{}
-	}
-	return ks
 }

@@ -217,3 +217,19 @@ func (r *Referee) starvations() []Starve {
 // Complete reports whether the referee could judge every kind the scenario judges. Hazard: an
 // incomplete report's verdict rests on partial evidence; tests fail it, and the lab says so.
 func (rep *Report) Complete() bool { return len(rep.Unjudged) == 0 }
+
+// Differs tells whether rep, a saved run judged again, has another verdict than the violations
+// and unjudged kinds the run recorded when it was played (lab judge, lab class, a program in the
+// terminal lab). Hazard: a run saved without its verdict (violations nil: a bare history) differs
+// from none, while a recorded ✓ is an empty, non-nil list.
+func (rep *Report) Differs(violations, unjudged []vocab.Kind) bool {
+	return violations != nil && (!slices.Equal(orNone(violations), orNone(rep.Violations)) || !slices.Equal(orNone(unjudged), orNone(rep.Unjudged)))
+}
+
+// orNone is k, or an empty list for nil: a verdict's kinds compared as lists.
+func orNone(k []vocab.Kind) []vocab.Kind {
+	if k == nil {
+		return []vocab.Kind{}
+	}
+	return k
+}

@@ -315,6 +315,17 @@ func upper(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
+// Verdict is a verdict as the matrix prints it: ✓, the kinds, or ? and the unjudged kinds.
+func Verdict(v, unjudged []steps.Kind) string {
+	switch {
+	case len(unjudged) > 0:
+		return "? (" + KindList(unjudged) + ")"
+	case len(v) > 0:
+		return KindList(v)
+	}
+	return "✓"
+}
+
 // KindList is "overlap, oversold".
 func KindList(ks []steps.Kind) string {
 	s := make([]string, len(ks))
