@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/internal/steptest"
@@ -71,4 +72,30 @@ func writeCell(file string, c *referee.Cell) error {
 		return err
 	}
 	return f.Close()
+}
+
+// TestSavedCellsKnowWhetherTheyLock: the saved cells were written before a history's header said
+// NoLock; read back, each play's history takes no lock exactly where its step takes none.
+// Hazard: the rule that reads an old history (no Lock call recorded: no lock) is what tells a
+// peek from a read of a lock-free step in every run saved before it.
+func TestSavedCellsKnowWhetherTheyLock(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "referee", referee.CellsDir, "*.json.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no saved cells: %v", err)
+	}
+	for _, file := range files {
+		c, err := referee.ReadCell(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := catalog.Find(c.Step)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, h := range append([]*history.History{c.History}, c.Others...) {
+			if h.NoLock != st.NoLock {
+				t.Errorf("%s × %s: read as NoLock %v, the step's is %v", c.Step, c.Scenario, h.NoLock, st.NoLock)
+			}
+		}
+	}
 }
