@@ -112,7 +112,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		onEvent:  cfg.OnEvent,
 		start:    time.Now(),
 		prio:     newPriority(),
-		sig:      newSignals(cfg.Step.NoLock),
+		sig:      newSignals(),
 	}
 	o := cfg.Env.InventoryOptions()
 	a.inv = redis.NewClient(o)

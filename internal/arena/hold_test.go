@@ -2,11 +2,14 @@ package arena
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -112,5 +115,53 @@ func stageOn(t *testing.T, st *steps.Step) (*Arena, *Stage, func()) {
 		}
 		cancel()
 		s.Close()
+	}
+}
+
+// TestThePeekIsSaidAsOne: a handler that reads the stock before its Lock, on step 07 (a lock)
+// and on step 01 (none). The history's header carries the step's NoLock, so the referee's
+// events know themselves: on 07 the read before Lock is a peek, and says so, and the read once
+// Lock said yes is inside; on 01 every read is inside. Hazard: the page and the log say what
+// Words says; a peek that said "is inside" contradicted the picture, which drew its order
+// waiting.
+func TestThePeekIsSaidAsOne(t *testing.T) {
+	for _, n := range []string{"07", "01"} {
+		synctest.Test(t, func(t *testing.T) {
+			peeking := *step(t, n)
+			order := peeking.Order
+			peeking.Order = func(ctx context.Context, l steps.Locker, s steps.Shop) error {
+				if n, err := s.Stock(ctx); err != nil || n <= 0 {
+					return steps.ErrSoldOut
+				}
+				return order(ctx, l, s)
+			}
+			a, s, finish := stageOn(t, &peeking)
+			s.Buyers(1)[0].Order()
+			finish()
+			h := a.Report(context.Background()).History
+			if h.NoLock != peeking.NoLock {
+				t.Fatalf("step %s: the history's NoLock is %v, the step's %v", n, h.NoLock, peeking.NoLock)
+			}
+			var peeks, inside []string
+			ref := referee.NewReferee(*h, func(e referee.Event) {
+				switch {
+				case e.Kind != referee.EvEnter:
+				case e.Peek():
+					peeks = append(peeks, e.Words())
+				default:
+					inside = append(inside, e.Words())
+				}
+			})
+			for _, rec := range h.Records {
+				ref.Add(rec)
+			}
+			wantPeeks := []string{"buyer 1 peeks before its Lock said yes: read stock 3"}
+			if peeking.NoLock {
+				wantPeeks = nil
+			}
+			if !slices.Equal(peeks, wantPeeks) || len(inside) == 0 || !strings.HasPrefix(inside[0], "buyer 1 is inside: read stock 3") {
+				t.Errorf("step %s: peeks %q (want %q), inside %q (want buyer 1 inside at stock 3)", n, peeks, wantPeeks, inside)
+			}
+		})
 	}
 }

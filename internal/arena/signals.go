@@ -34,9 +34,6 @@ type signals struct {
 	by    map[sig]map[int]bool // buyers that have given each signal
 	alls  map[sigKey]chan struct{}
 	waits []*pending // one-shot waits for the next event that matches
-	// noLock: the step takes no lock, so a read is an entry; else an order is in once its Lock
-	// was granted (the referee's Granted on its read).
-	noLock bool
 }
 
 // pending is a wait for the first event from its making on that matches: c closes, and the event
@@ -47,9 +44,9 @@ type pending struct {
 	e     chan referee.Event
 }
 
-func newSignals(noLock bool) *signals {
+func newSignals() *signals {
 	return &signals{chans: map[sigKey]chan struct{}{}, fired: map[sigKey]bool{},
-		by: map[sig]map[int]bool{}, alls: map[sigKey]chan struct{}{}, noLock: noLock}
+		by: map[sig]map[int]bool{}, alls: map[sigKey]chan struct{}{}}
 }
 
 // peek reports whether e is a read of the stock by an order of a locking step whose Lock has not
@@ -58,9 +55,10 @@ func newSignals(noLock bool) *signals {
 // failover's holder go one Work after the second buyer's peek, and the overlap they stage rested
 // on that margin (1 of 2 server runs of a learner's peeking lock under restart: none). The grant
 // is the referee's (its Lock call returned yes), not a key taken: a granted Lock whose key the
-// referee did not see it take is still in.
+// referee did not see it take is still in; and so is whether the step takes a lock (the
+// history's header, from the step's NoLock).
 func (s *signals) peek(e referee.Event) bool {
-	return e.Peek(s.noLock)
+	return e.Peek()
 }
 
 // get is the channel of signal k.

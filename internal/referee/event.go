@@ -26,7 +26,7 @@ const (
 	EvFree        EventKind = "free"        // no lock is held any more
 	EvWaiting     EventKind = "waiting"     // Buyer's Lock found the lock held by Other (once an order)
 	EvWork        EventKind = "work"        // Buyer's order began its business work
-	EvEnter       EventKind = "enter"       // Buyer read the stock (Stock, with its fencing Token if it showed one): it is inside
+	EvEnter       EventKind = "enter"       // Buyer read the stock (Stock, with its fencing Token if it showed one): it is inside, unless it peeks (Peek)
 	EvWrite       EventKind = "write"       // Buyer wrote the stock (Stock, with its fencing Token if it showed one): its order is confirmed
 	EvExit        EventKind = "exit"        // Buyer left the critical section
 	EvDone        EventKind = "done"        // Buyer's order returned (Sold, Err)
@@ -66,6 +66,7 @@ type Event struct {
 	Write    bool // EvFenced: the write was refused, not the read
 	Handed   bool // EvAcquired
 	Granted  bool // EvEnter: the order's Lock call had said yes before this read (false: a read before its Lock, a peek, or an order that takes no lock)
+	NoLock   bool // EvEnter: the run's step takes no lock (its history's header says so): the read is an entry with no Lock to say yes
 	Sold     bool // EvDone
 	OK       bool // EvReentry, EvFailover, EvRestart
 	Err      string
@@ -104,7 +105,9 @@ type Command struct {
 }
 
 // Peek tells whether e is a read of the stock by an order whose Lock has not said yes yet, in a
-// step that takes a lock (noLock false): a fail-fast peek, a count read before Lock. It takes
-// nobody inside, for the stage, the picture and the log alike. Hazard: Granted is the referee's
-// (a Lock call of the order returned yes), not a key taken.
-func (e Event) Peek(noLock bool) bool { return e.Kind == EvEnter && !noLock && !e.Granted }
+// step that takes a lock: a fail-fast peek, a count read before Lock. It takes nobody inside,
+// for the stage, the picture, the log and Words alike. Hazard: Granted alone cannot tell a peek
+// from a read of a step that takes no lock (both are false); NoLock, which the referee copies
+// from the history's header, does. Granted is the referee's (a Lock call of the order returned
+// yes), not a key taken.
+func (e Event) Peek() bool { return e.Kind == EvEnter && !e.NoLock && !e.Granted }

@@ -550,3 +550,60 @@ func TestFailoverToAnOlderValueLosesTheHold(t *testing.T) {
 		t.Errorf("the older value is held by buyer %d; it is nobody's hold", owner)
 	}
 }
+
+// TestAPeekSaysItPeeks: in a step that takes a lock, an order's read before its Lock said yes is
+// a peek, and its words say so; its read once Lock said yes is inside. In a step that takes no
+// lock (the header's NoLock) the same read is inside. Hazard: Granted is false for both reads a
+// step without a lock makes and for a peek; the event's NoLock, from the header, tells them
+// apart, and "is inside" for a peek contradicted the picture, which draws its order waiting.
+func TestAPeekSaysItPeeks(t *testing.T) {
+	locked := newHB("", 3)
+	locked.begin(1, 1).read(1, 3)
+	locked.lock(1, true, locked.set(1, lockName, "", "a", -1))
+	locked.read(1, 3).write(1, 2)
+	free := newHB("", 3)
+	free.h.NoLock = true
+	free.begin(1, 1).read(1, 3).write(1, 2)
+	for _, c := range []struct {
+		name  string
+		b     *hb
+		words []string
+		peeks []bool
+	}{
+		{"a lock", locked, []string{"buyer 1 peeks before its Lock said yes: read stock 3", "buyer 1 is inside: read stock 3"}, []bool{true, false}},
+		{"no lock", free, []string{"buyer 1 is inside: read stock 3"}, []bool{false}},
+	} {
+		var words []string
+		var peeks []bool
+		r := NewReferee(c.b.h, func(e Event) {
+			if e.Kind == EvEnter {
+				words, peeks = append(words, e.Words()), append(peeks, e.Peek())
+			}
+		})
+		for _, rec := range c.b.h.Records {
+			r.Add(rec)
+		}
+		if !slices.Equal(words, c.words) || !slices.Equal(peeks, c.peeks) {
+			t.Errorf("%s: the reads say %q, peek %v; want %q, %v", c.name, words, peeks, c.words, c.peeks)
+		}
+	}
+}
+
+// TestPeekIsOneRule: Peek is a read (EvEnter) with no Lock said yes in a step that takes one;
+// nothing else is a peek. Hazard: a caller's rule of its own drifts from it.
+func TestPeekIsOneRule(t *testing.T) {
+	for _, c := range []struct {
+		e    Event
+		peek bool
+	}{
+		{Event{Kind: EvEnter}, true},
+		{Event{Kind: EvEnter, Granted: true}, false},
+		{Event{Kind: EvEnter, NoLock: true}, false},
+		{Event{Kind: EvWrite}, false},
+		{Event{Kind: EvCommand}, false},
+	} {
+		if got := c.e.Peek(); got != c.peek {
+			t.Errorf("%+v: Peek() = %v, want %v", c.e, got, c.peek)
+		}
+	}
+}

@@ -119,7 +119,7 @@ func (r *Referee) stockOp(rec history.Record) {
 func (r *Referee) read(o *rorder, op stockOp) {
 	o.reads = append(o.reads, op)
 	o.inside = true
-	r.say(Event{At: op.at, Kind: EvEnter, Buyer: o.buyer, Order: o.k, Stock: op.stock, Token: op.token, Granted: o.granted})
+	r.say(Event{At: op.at, Kind: EvEnter, Buyer: o.buyer, Order: o.k, Stock: op.stock, Token: op.token, Granted: o.granted, NoLock: r.h.NoLock})
 }
 
 // passedBy counts, once o's wait is over (its first stock operation since it got in, or its end

@@ -184,6 +184,9 @@ func (e Event) Words() string {
 	case EvWork:
 		return who + " works"
 	case EvEnter:
+		if e.Peek() {
+			return fmt.Sprintf("%s peeks before its Lock said yes: read stock %d%s", who, e.Stock, e.withToken())
+		}
 		return fmt.Sprintf("%s is inside: read stock %d%s", who, e.Stock, e.withToken())
 	case EvWrite:
 		return fmt.Sprintf("%s wrote stock %d%s: order confirmed", who, e.Stock, e.withToken())

@@ -118,7 +118,7 @@ func (f *Fold) Add(e referee.Event) []Drawn {
 		}
 	case referee.EvEnter:
 		stock(Read)
-		if e.Peek(f.noLock) {
+		if e.Peek() {
 			break // a read before the order's Lock said yes (a peek): it is not inside
 		}
 		if !f.noLock {

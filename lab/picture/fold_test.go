@@ -61,7 +61,7 @@ func TestAPeekIsNotInside(t *testing.T) {
 func TestNoLockWorks(t *testing.T) {
 	f := NewFold(1, true)
 	f.Add(referee.Event{At: 0, Kind: referee.EvStart, Buyer: 1, Order: 1})
-	f.Add(referee.Event{At: 2 * ms, Kind: referee.EvEnter, Buyer: 1, Order: 1, Stock: 5})
+	f.Add(referee.Event{At: 2 * ms, Kind: referee.EvEnter, Buyer: 1, Order: 1, Stock: 5, NoLock: true})
 	f.Add(referee.Event{At: 5 * ms, Kind: referee.EvDone, Buyer: 1, Order: 1, Sold: true})
 	if got, want := spans(f, 1), "1 in 2-5, 1 work 0-5"; got != want {
 		t.Errorf("got %s\nwant %s", got, want)

@@ -166,7 +166,7 @@ func (a *board) fold(e referee.Event) {
 		if a.initial < 0 { // a scenario's stock is known from its first read
 			a.initial, a.shelf = e.Stock, e.Stock
 		}
-		if !e.Peek(a.noLock) {
+		if !e.Peek() {
 			a.logf(e.At, "%s", e.Words())
 		}
 	case referee.EvLine:
