@@ -36,11 +36,9 @@ func NewPlay(h *history.History, tb *Tables) Play {
 	for _, rec := range h.Records {
 		ref.Add(rec)
 	}
-	// a history with no Lock call is of a step that takes no lock: its orders work from the start
-	noLock := !slices.ContainsFunc(h.Records, func(r history.Record) bool { return r.Kind == history.RecCall })
 	d := &playDrawing{p: &Play{TTL: µs(h.Timing.TTL), Bars: [][]any{}}, tb: tb,
 		nodes: max(len(h.Nodes), 1), last: map[[2]int]int{}}
-	d.fold = picture.NewFold(d.nodes, noLock)
+	d.fold = picture.NewFold(d.nodes, h.NoLock) // a step that takes no lock: its orders work from the start
 	for _, e := range evs {
 		d.buyers = max(d.buyers, e.Buyer, e.Other)
 		d.p.End = max(d.p.End, µs(e.At), µs(e.To))
