@@ -116,6 +116,7 @@ func (l *observedLocker) Lock(ctx context.Context, key string) (bool, error) {
 
 func (l *observedLocker) Unlock(ctx context.Context, key string) error {
 	c := l.p.callBegan(ctx, unlockCall)
+	l.p.a.prio.began(l.p, c, 4*l.p.a.t.TTL)
 	err := l.inner.Unlock(context.WithValue(ctx, callKey, c), key)
 	l.p.callEnded(c, err == nil, err)
 	l.p.unlocked(c)
@@ -159,6 +160,7 @@ func (p *process) callBegan(ctx context.Context, kind callKind) *call {
 // callEnded records what a call answered.
 func (p *process) callEnded(c *call, ok bool, err error) {
 	a := p.a
+	a.prio.ended(p, c)
 	p.mu.Lock()
 	delete(p.calls, c)
 	p.mu.Unlock()

@@ -46,10 +46,10 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	}
 	e.turn.Lock()
 	defer e.turn.Unlock()
-	// The greedy scenario's gate is checked with the node's turn in hand, so no command that
-	// passed it earlier can slip in between the greedy buyer's release and its retry.
+	// The greedy scenario's gate of this node is checked with the node's turn in hand, so no
+	// command that passed it earlier can slip in between the greedy buyer's release and its retry.
 	for {
-		g, shut := a.prio.shutFor(p)
+		g, shut := a.prio.shutFor(p, node)
 		if !shut {
 			break
 		}
@@ -61,7 +61,7 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 		}
 	}
 	a.prio.before(p, c, cmds, node, 4*a.t.TTL)
-	defer a.prio.after(p, c)
+	defer a.prio.after(p, c, node)
 	a.holdBeforeLockWrite(e, p, c, cmds)
 	var err error
 	observe := e.w.Observe

@@ -129,9 +129,10 @@ func Skewed(d time.Duration) BuyerOption {
 	}
 }
 
-// Greedy makes the buyer the greedy one: from the command that releases its lock until its next
-// Lock's first command is answered, every other process's lock commands wait (at most half a
-// TTL), so after each release its retry reaches Redis first. Hazard: the head start strikes at a
+// Greedy makes the buyer the greedy one: from its Unlock of the lock it holds until its next
+// Lock's command to a node is answered, every other process's lock commands to that node wait
+// (at most 4 × TTL; every node once that Lock returns), so after each release its retry reaches
+// Redis first on every node it goes to. Hazard: the head start strikes at a
 // release of what its Lock wrote; a buyer that never released such a lock had none, and the run
 // has no verdict (a ✓ would say its lock let nobody starve, which was never asked), unless its
 // order takes no lock at all.
