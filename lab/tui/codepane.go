@@ -49,20 +49,7 @@ func (p *codePane) Update(k tea.KeyMsg) tea.Msg {
 		return nil
 	}
 	p.sync()
-	switch {
-	case key.Matches(k, km.Up):
-		p.vp.ScrollUp(1)
-	case key.Matches(k, km.Down):
-		p.vp.ScrollDown(1)
-	case key.Matches(k, km.PageUp):
-		p.vp.PageUp()
-	case key.Matches(k, km.PageDown):
-		p.vp.PageDown()
-	case key.Matches(k, km.Top):
-		p.vp.GotoTop()
-	case key.Matches(k, km.Bottom):
-		p.vp.GotoBottom()
-	}
+	km.scroll(&p.vp, k)
 	return nil
 }
 

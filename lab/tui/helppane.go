@@ -51,22 +51,10 @@ func (p *helpPane) Top() { p.vp.GotoTop() }
 // Update scrolls, or closes help.
 func (p *helpPane) Update(k tea.KeyMsg) tea.Msg {
 	km := p.keys
-	switch {
-	case key.Matches(k, km.Close):
+	if key.Matches(k, km.Close) {
 		return closeHelp{}
-	case key.Matches(k, km.Down):
-		p.vp.ScrollDown(1)
-	case key.Matches(k, km.Up):
-		p.vp.ScrollUp(1)
-	case key.Matches(k, km.PageDown):
-		p.vp.PageDown()
-	case key.Matches(k, km.PageUp):
-		p.vp.PageUp()
-	case key.Matches(k, km.Top):
-		p.vp.GotoTop()
-	case key.Matches(k, km.Bottom):
-		p.vp.GotoBottom()
 	}
+	km.scroll(&p.vp, k)
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
@@ -147,25 +149,53 @@ func (k arenaKeys) FullHelp() [][]key.Binding {
 }
 
 // codeKeys scroll the code pane and switch between diff and source.
-type codeKeys struct {
-	g                                       globalKeys
+// scrollKeys move a viewport: the code pane's and the help screen's.
+type scrollKeys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
-	Scroll                                  key.Binding // the footer's shorthand for the six above
-	Diff, Arena, Back                       key.Binding
 }
 
-func newCodeKeys(g globalKeys) codeKeys {
-	return codeKeys{g: g,
+func newScrollKeys() scrollKeys {
+	return scrollKeys{
 		Up:       bind([]string{"up", "k"}, "↑", "up"),
 		Down:     bind([]string{"down", "j"}, "↓", "down"),
 		PageUp:   bind([]string{"pgup"}, "pgup", "page up"),
 		PageDown: bind([]string{"pgdown", " "}, "pgdn", "page down"),
 		Top:      bind([]string{"home", "g"}, "home", "top"),
 		Bottom:   bind([]string{"end", "G"}, "end", "bottom"),
-		Scroll:   bind([]string{"up", "down", "pgup", "pgdown", "home", "end", "j", "k"}, "↑↓ pgup pgdn", "scroll"),
-		Diff:     bind([]string{"d"}, "d", "diff ↔ source"),
-		Arena:    bind([]string{"tab", "c"}, "tab/c", "arena"),
-		Back:     bind([]string{"esc"}, "esc", "back"),
+	}
+}
+
+// scroll moves vp as k asks, if k is one of the scroll keys.
+func (s scrollKeys) scroll(vp *viewport.Model, k tea.KeyMsg) {
+	switch {
+	case key.Matches(k, s.Up):
+		vp.ScrollUp(1)
+	case key.Matches(k, s.Down):
+		vp.ScrollDown(1)
+	case key.Matches(k, s.PageUp):
+		vp.PageUp()
+	case key.Matches(k, s.PageDown):
+		vp.PageDown()
+	case key.Matches(k, s.Top):
+		vp.GotoTop()
+	case key.Matches(k, s.Bottom):
+		vp.GotoBottom()
+	}
+}
+
+type codeKeys struct {
+	g globalKeys
+	scrollKeys
+	Scroll            key.Binding // the footer's shorthand for the six scroll keys
+	Diff, Arena, Back key.Binding
+}
+
+func newCodeKeys(g globalKeys) codeKeys {
+	return codeKeys{g: g, scrollKeys: newScrollKeys(),
+		Scroll: bind([]string{"up", "down", "pgup", "pgdown", "home", "end", "j", "k"}, "↑↓ pgup pgdn", "scroll"),
+		Diff:   bind([]string{"d"}, "d", "diff ↔ source"),
+		Arena:  bind([]string{"tab", "c"}, "tab/c", "arena"),
+		Back:   bind([]string{"esc"}, "esc", "back"),
 	}
 }
 
@@ -179,20 +209,14 @@ func (k codeKeys) FullHelp() [][]key.Binding {
 
 // helpKeys scroll the help screen and close it.
 type helpKeys struct {
-	g                          globalKeys
-	Up, Down, PageUp, PageDown key.Binding
-	Top, Bottom, Close         key.Binding
+	g globalKeys
+	scrollKeys
+	Close key.Binding
 }
 
 func newHelpKeys(g globalKeys) helpKeys {
-	return helpKeys{g: g,
-		Up:       bind([]string{"up", "k"}, "↑", "up"),
-		Down:     bind([]string{"down", "j"}, "↓", "down"),
-		PageUp:   bind([]string{"pgup"}, "pgup", "page up"),
-		PageDown: bind([]string{"pgdown", " "}, "pgdn", "page down"),
-		Top:      bind([]string{"home", "g"}, "home", "top"),
-		Bottom:   bind([]string{"end", "G"}, "end", "bottom"),
-		Close:    bind([]string{"?", "esc"}, "? / esc", "close help"),
+	return helpKeys{g: g, scrollKeys: newScrollKeys(),
+		Close: bind([]string{"?", "esc"}, "? / esc", "close help"),
 	}
 }
 
