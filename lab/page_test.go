@@ -14,9 +14,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/lab/page"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -26,7 +26,7 @@ import (
 // page.PlainRunsLimit and gzipped in base64 past it; judge reads both back, and a page it did not
 // write (or an HTML file that is no page of the lab) is bad input in one line.
 func TestPageReadBack(t *testing.T) {
-	rep := referee.Judge(loadHistory(t, recordedFile))
+	rep := referee.Judge(steptest.LoadHistory(t, recordedFile))
 	st, err := catalog.Find("04")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestPageReadBack(t *testing.T) {
 // pair on both buyers' lanes; the lock that ran out drawn where it ran out; and the same history
 // gives the same timeline.
 func TestPagePlay(t *testing.T) {
-	h := loadHistory(t, recordedFile)
+	h := steptest.LoadHistory(t, recordedFile)
 	var evs []referee.Event
 	ref := referee.NewReferee(*h, func(e referee.Event) { evs = append(evs, e) })
 	for _, rec := range h.Records {
@@ -161,21 +161,6 @@ func TestPagePlayThinsSpinners(t *testing.T) {
 		t.Errorf("%d of %d kept events matched; %d commands counted on marks, the referee emitted %d", j, len(p.Events), counted, commands)
 	}
 	t.Logf("07 × contention: %d events, %d kept, %d marks", len(evs), len(p.Events), len(p.Marks))
-}
-
-func loadHistory(t *testing.T, file string) *history.History {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := history.ReadHistory(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	withJudged(h)
-	return h
 }
 
 // checkDocPage checks a page a documented command wrote: one self-contained file (no address of

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 
 	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
@@ -211,4 +212,21 @@ func Mini(t testing.TB) (*redisenv.Mini, *redis.Client) {
 		m.Close()
 	})
 	return m, rdb
+}
+
+// LoadHistory reads a history a test keeps in a file (history.WriteHistory's), its header filled
+// in as lab judge fills a saved one's (scenario.Fill), or fails the test.
+func LoadHistory(t *testing.T, file string) *history.History {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := history.ReadHistory(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scenario.Fill(h)
+	return h
 }

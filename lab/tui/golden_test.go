@@ -21,6 +21,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -37,16 +38,7 @@ func loadRecorded(t *testing.T, m *model) {
 	if *record {
 		recordRun(t)
 	}
-	f, err := os.Open(recordedFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := history.ReadHistory(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scenario.Fill(h)
+	h := steptest.LoadHistory(t, recordedFile)
 	var events []referee.Event
 	ref := referee.NewReferee(*h, func(e referee.Event) { events = append(events, e) })
 	for _, rec := range h.Records {
@@ -158,13 +150,7 @@ func TestBreakStep04(t *testing.T) {
 	}
 	wants := []string{"✗ overlap", fmt.Sprintf("OVERSOLD %d", rep.Oversold), "first violation: " + rep.Headline()[:40],
 		"A TTL is a guess", "the fix is step 8", "▓"}
-	for _, k := range scenario.Judges(steps.Slow) {
-		mark := "✓ "
-		if slices.Contains(rep.Violations, k) {
-			mark = "✗ "
-		}
-		wants = append(wants, mark+string(k))
-	}
+	wants = append(wants, invariantMarks(scenario.Judges(steps.Slow), rep.Violations)...)
 	for _, want := range wants {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
@@ -281,4 +267,17 @@ func TestViewFitsTheTerminal(t *testing.T) {
 			}
 		}
 	}
+}
+
+// invariantMarks are the INVARIANTS line's words for kinds: ✗ for each of broke, ✓ for the rest.
+func invariantMarks(kinds, broke []steps.Kind) []string {
+	var out []string
+	for _, k := range kinds {
+		mark := "✓ "
+		if slices.Contains(broke, k) {
+			mark = "✗ "
+		}
+		out = append(out, mark+string(k))
+	}
+	return out
 }

@@ -70,13 +70,7 @@ func replaysToJudgesVerdict(t *testing.T, p *Program) {
 	for _, l := range p.Story[1:] {
 		wants = append(wants, l)
 	}
-	for _, k := range steps.Kinds {
-		mark := "✓ "
-		if slices.Contains(want.Violations, k) {
-			mark = "✗ "
-		}
-		wants = append(wants, mark+string(k))
-	}
+	wants = append(wants, invariantMarks(steps.Kinds, want.Violations)...)
 	for _, w := range wants {
 		if !strings.Contains(flatV, w) {
 			t.Errorf("the view lacks %q:\n%s", w, v)
