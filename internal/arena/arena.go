@@ -111,7 +111,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		fenceKey: pre + inventoryKeys + "stock:product:1001:fence",
 		onEvent:  cfg.OnEvent,
 		start:    time.Now(),
-		prio:     newPriority(len(cfg.Env.Nodes())),
+		prio:     newPriority(len(cfg.Env.Nodes()), 4*cfg.Timing.TTL),
 		sig:      newSignals(),
 	}
 	o := cfg.Env.InventoryOptions()

@@ -116,7 +116,7 @@ func (l *observedLocker) Lock(ctx context.Context, key string) (bool, error) {
 
 func (l *observedLocker) Unlock(ctx context.Context, key string) error {
 	c := l.p.callBegan(ctx, unlockCall)
-	l.p.a.prio.began(l.p, c, 4*l.p.a.t.TTL)
+	l.p.a.prio.began(l.p, c)
 	err := l.inner.Unlock(context.WithValue(ctx, callKey, c), key)
 	l.p.callEnded(c, err == nil, err)
 	l.p.unlocked(c)

@@ -60,7 +60,7 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 			return false, fail(cmds, err)
 		}
 	}
-	a.prio.before(p, c, cmds, node, 4*a.t.TTL)
+	a.prio.before(p, c, cmds, node)
 	defer a.prio.after(p, c, node)
 	a.holdBeforeLockWrite(e, p, c, cmds)
 	var err error

@@ -23,12 +23,13 @@ type priority struct {
 	p     *process        // the greedy buyer, nil when there is none
 	m     *move           // its head start, hit at the first release
 	gates []chan struct{} // per lock node: open (closed channel) while others may go
-	stop  *time.Timer     // opens the gates if the greedy buyer never comes back
+	cap   time.Duration   // the longest the gates stay shut
+	stop  *time.Timer     // opens the gates after cap if the greedy buyer never comes back
 }
 
-// newPriority has an open gate for each of nodes lock nodes.
-func newPriority(nodes int) *priority {
-	pr := &priority{gates: make([]chan struct{}, nodes)}
+// newPriority has an open gate for each of nodes lock nodes, shut at most cap at a time.
+func newPriority(nodes int, cap time.Duration) *priority {
+	pr := &priority{gates: make([]chan struct{}, nodes), cap: cap}
 	for i := range pr.gates {
 		pr.gates[i] = make(chan struct{})
 		close(pr.gates[i])
@@ -74,18 +75,18 @@ func (pr *priority) await(ctx context.Context, p *process, gate chan struct{}) e
 // every node's gate at once, so that no other buyer's lock command holds a node's turn while
 // the release waits for it (on real servers that wait, and the scheduler's, ran the release of
 // 15's Redlock past its node timeout: the lock stayed, and nobody starved).
-func (pr *priority) began(p *process, c *call, cap time.Duration) {
+func (pr *priority) began(p *process, c *call) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if pr.p == p && c.kind == unlockCall && len(c.holdKeys) > 0 {
-		pr.shut(cap)
+		pr.shut()
 	}
 }
 
 // before is called before p sends cmds to lock node node in call c: the greedy buyer's release
 // (a command of its Unlock that may delete a key it held as the call began) is its head start's
 // strike, and shuts every node's gate if its call's start had not.
-func (pr *priority) before(p *process, c *call, cmds []redis.Cmder, node int, cap time.Duration) {
+func (pr *priority) before(p *process, c *call, cmds []redis.Cmder, node int) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if pr.p != p || c == nil || c.kind != unlockCall || !mayDeleteAny(payload(cmds), p.a.prefix, c.holdKeys[node]) {
@@ -94,11 +95,11 @@ func (pr *priority) before(p *process, c *call, cmds []redis.Cmder, node int, ca
 	if pr.m != nil {
 		pr.m.hit()
 	}
-	pr.shut(cap)
+	pr.shut()
 }
 
-// shut shuts every open gate, all to open again within cap; pr.mu is held.
-func (pr *priority) shut(cap time.Duration) {
+// shut shuts every open gate, all to open again within pr.cap; pr.mu is held.
+func (pr *priority) shut() {
 	shut := false
 	for i, g := range pr.gates {
 		select {
@@ -113,7 +114,7 @@ func (pr *priority) shut(cap time.Duration) {
 			pr.stop.Stop()
 		}
 		gates := slices.Clone(pr.gates)
-		pr.stop = time.AfterFunc(cap, func() { pr.open(gates...) })
+		pr.stop = time.AfterFunc(pr.cap, func() { pr.open(gates...) })
 	}
 }
 

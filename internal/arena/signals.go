@@ -49,18 +49,6 @@ func newSignals() *signals {
 		by: map[sig]map[int]bool{}, alls: map[sigKey]chan struct{}{}}
 }
 
-// peek reports whether e is a read of the stock by an order of a locking step whose Lock has not
-// been granted yet (a fail-fast peek, a count read before Lock): no entry, and no meeting of the
-// lock, for the stage as for the referee. Hazard: taken for an entry, a peek let restart's and
-// failover's holder go one Work after the second buyer's peek, and the overlap they stage rested
-// on that margin (1 of 2 server runs of a learner's peeking lock under restart: none). The grant
-// is the referee's (its Lock call returned yes), not a key taken: a granted Lock whose key the
-// referee did not see it take is still in; and so is whether the step takes a lock (the
-// history's header, from the step's NoLock).
-func (s *signals) peek(e referee.Event) bool {
-	return e.Peek()
-}
-
 // get is the channel of signal k.
 func (s *signals) get(k sigKey) Wait {
 	s.mu.Lock()
@@ -143,7 +131,12 @@ func (s *signals) fireLocked(k sigKey) {
 func (s *signals) see(e referee.Event, buyers int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.peek(e) {
+	// A peek (a read before the order's Lock said yes: referee.Event.Peek) is no entry and no
+	// meeting of the lock, for the stage as for the referee. Hazard: taken for an entry, a peek let
+	// restart's and failover's holder go one Work after the second buyer's peek, and the overlap
+	// they stage rested on that margin (1 of 2 server runs of a learner's peeking lock under
+	// restart: none).
+	if e.Peek() {
 		return
 	}
 	kept := s.waits[:0]
