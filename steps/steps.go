@@ -116,6 +116,11 @@ type Step struct {
 	Lesson  string // shown after it breaks
 	// BreakWith is the canned scenario that breaks this step, or "" if none on one Redis does.
 	BreakWith Scenario
+	// Shows names what on the timeline shows the step's idea on its break (BreakWith), as the
+	// lab draws it: a mark or a lane of lab/picture's table, by its name there (picture.Ideas:
+	// "expired", "DELEX", "spins", "line", …). The lab's tests hold that the step's b screen and
+	// its page draw it.
+	Shows string
 	// Needs names the commands the step sends that not every Redis runs (DELEX). A run on a lock
 	// node whose server lacks one is not played: it says why (sim.ErrCannotStage), never passes.
 	Needs []Need

@@ -37,6 +37,7 @@ const (
 	FaultRestart    history.Fault = "restart"     // the lock node restarts without persistence, forgetting every key
 	FaultLostReply  history.Fault = "lost-reply"  // a lock command's reply is lost: it landed, its client saw a timeout
 	FaultGreedy     history.Fault = "greedy"      // after each release of its lock, its retry reaches Redis before any other buyer's command
+	FaultClockSkew  history.Fault = "clock-skew"  // the process's wall clock runs ahead of the machine's (Skewed)
 )
 
 // counterpart says in words what a lasting move waits for.

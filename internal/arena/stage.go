@@ -120,12 +120,16 @@ func (s *Stage) Holder() *Actor { return s.actor(s.a.Holder()) }
 // A BuyerOption sets a buyer up as it comes on the stage.
 type BuyerOption func(*Actor)
 
-// Skewed runs the buyer's wall clock (Proc.Now) d ahead of the machine's.
+// Skewed runs the buyer's wall clock (Proc.Now) d ahead of the machine's, and records it (a
+// clock-skew fault on the buyer), so that the history and every screen drawn from it show whose
+// clock is wrong.
 func Skewed(d time.Duration) BuyerOption {
 	return func(b *Actor) {
 		b.p.mu.Lock()
 		b.p.skew = d
 		b.p.mu.Unlock()
+		b.s.a.recordNow(history.Record{Kind: history.RecFault, What: string(FaultClockSkew), Buyer: b.N,
+			Says: fmt.Sprintf("its wall clock runs %s ahead of the machine's", d)})
 	}
 }
 

@@ -83,6 +83,10 @@ type Event struct {
 	Left bool
 	// Rewrote (EvForeign): the lock was written over (a blind SET of "free"), not deleted.
 	Rewrote bool
+	// NotJudgedBy (EvViolation): the scenario that does not judge Viol, which was seen anyway
+	// ("" where it is judged). Hazard: such a kind is no violation of the run; every screen says
+	// it as "also seen", never as a VIOLATION or a red flag.
+	NotJudgedBy string
 }
 
 // Command is what a process sent, as the timeline draws it.

@@ -265,6 +265,9 @@ func (r *Referee) announce(at time.Duration, k vocab.Kind, sentence string, who 
 	}
 	r.told[k] = true
 	e := Event{At: at, Kind: EvViolation, Viol: k, Sentence: sentence}
+	if !slices.Contains(r.h.Kinds(), k) {
+		e.NotJudgedBy = string(r.h.Scenario)
+	}
 	if len(who) > 0 {
 		e.Buyer = who[0]
 	}

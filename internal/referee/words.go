@@ -250,6 +250,9 @@ func (e Event) Words() string {
 		}
 		return who + "'s nested lock failed: " + errWords(e.Err)
 	case EvViolation:
+		if e.NotJudgedBy != "" {
+			return fmt.Sprintf("also seen (not judged by %s) %s: %s", e.NotJudgedBy, e.Viol, e.Sentence)
+		}
 		return fmt.Sprintf("VIOLATION %s: %s", e.Viol, e.Sentence)
 	case EvRefused:
 		return who + "'s Lock said no"
@@ -433,13 +436,7 @@ func (rep *Report) Text() string {
 	if judged(vocab.Idle) {
 		fmt.Fprintf(&b, "  the lock sat free for %.1f%% of the time while buyers waited for it, the longest gap aside (limit %.0f%%); idle after %d of %d releases\n", 100*rep.IdleShare, 100*vocab.IdleLimit, rep.IdleReleases, rep.WaitedReleases)
 	}
-	var also []vocab.Kind
-	for _, k := range rep.Found {
-		if !judged(k) {
-			also = append(also, k)
-		}
-	}
-	if len(also) > 0 {
+	if also := rep.AlsoSeen(); len(also) > 0 {
 		fmt.Fprintf(&b, "  also seen, not judged by %s: %s\n", rep.Scenario, joinKinds(also))
 	}
 	if rep.TimedOut != "" {
@@ -470,6 +467,18 @@ func (rep *Report) Text() string {
 		}
 	}
 	return b.String()
+}
+
+// AlsoSeen is the kinds the referee found that the scenario does not judge: no violation of
+// the run, said as "also seen" wherever the verdict is.
+func (rep *Report) AlsoSeen() []vocab.Kind {
+	var also []vocab.Kind
+	for _, k := range rep.Found {
+		if !slices.Contains(rep.Judged, k) {
+			also = append(also, k)
+		}
+	}
+	return also
 }
 
 func joinKinds(ks []vocab.Kind) string {

@@ -83,8 +83,8 @@ func WriteTo(w io.Writer, d Data, runs any, limit int) error {
 	}
 	if err := pageTemplate.Execute(w, struct {
 		Data
-		CSS template.CSS
-	}{d, template.CSS(pageCSS)}); err != nil {
+		CSS, Colours template.CSS
+	}{d, template.CSS(pageCSS), template.CSS(picture.CSSVars())}); err != nil {
 		return err
 	}
 	// json.Marshal escapes <, > and &, so no "</script" can end these elements early.
@@ -248,7 +248,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="lockstep lab">
 <title>lockstep · {{.Title}}</title>
-<style>{{.CSS}}</style>
+<style>:root { {{.Colours}} }
+{{.CSS}}</style>
 </head>
 <body data-kind="{{.Kind}}">
 <header class="top">
@@ -268,10 +269,10 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 </table>
 </section>{{end}}
 {{range $i, $r := .Runs}}<section class="run" id="{{$r.ID}}">
-<h2><span class="verdict-mark {{$r.Class}}">{{$r.Mark}}</span> {{$r.Step}} × {{$r.Scenario}}</h2>
+<h2 class="{{$r.Said.Class}}">{{$r.Step}} × {{$r.Scenario}}</h2>
 <p class="meta">step <b>{{$r.Step}}</b>{{if $r.Title}}: {{$r.Title}}{{end}} · scenario <b>{{$r.Scenario}}</b>{{if $r.What}}: {{$r.What}}{{end}} · {{$r.Backend}} backend{{if $r.Played}} · played {{$r.Played}}{{end}}</p>
 {{if $r.Story}}<ul class="story">{{range $r.Story}}<li>{{.}}</li>{{end}}</ul>{{end}}
-<div class="verdict {{$r.Class}}"><p class="cell">verdict: <b>{{$r.Mark}} {{$r.Cell}}</b></p>{{if $r.Explain}}
+<div class="verdict {{$r.Said.Class}}"><p class="cell">verdict: <b>{{$r.Said.Line}}</b></p>{{if $r.Said.AlsoLine}}<p class="also">{{$r.Said.AlsoLine}}</p>{{end}}{{if $r.Explain}}
 <ul class="explain">{{range $r.Explain}}<li><b>{{.Kind}}</b>: <span class="sentence">{{.Sentence}}</span></li>{{end}}</ul>{{end}}</div>
 {{if $r.Lesson}}<p class="lesson"><b>lesson:</b> {{$r.Lesson}}</p>{{end}}
 {{if $r.Next}}<p class="next"><b>next:</b> {{$r.Next}}{{if $r.FixAt}} The fix's code: <code>{{$r.FixAt}}</code>.{{end}}</p>{{end}}
@@ -279,7 +280,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 {{end}}<details class="report"><summary>the referee's report, as <code>lab run</code> prints it</summary><pre>{{$r.Report}}</pre></details>
 </section>
 {{end}}{{if .Runs}}<footer class="legend">
-<p><b>Lanes:</b> one per buyer, one per lock node, one for the inventory; on the ruler above them, <b>{{g "Violation"}}</b> marks each violation where the referee found it. <span class="sw wait"></span> waiting (from the order's start to its first stock read once its Lock said yes) · <span class="sw work"></span> at work, with no lock to take (a step that takes none) · <span class="sw hold"></span> holds the lock · <span class="sw in"></span> inside the critical section (from the read its write was computed from to that write) · <span class="sw over"></span> inside while another order is inside too (an overlap) · <span class="sw frozen"></span> frozen · <span class="sw cut"></span> cut off from the lock server · <span class="sw dead"></span> crashed. On a lock node: a bar per hold, its holder's colour, begun where the node took it (<b>{{g "Acquired"}}</b>) and ended by <b>{{g "Released"}}</b> released, <b>{{g "Foreign"}}</b> deleted by another buyer, <b>{{g "Expired"}}</b> ran out (its TTL; drawn where it ran out, said when the referee saw it), <b>{{g "Lost"}}</b> lost in a failover or restart (<b>{{g "Failover"}}</b>, <b>{{g "Restart"}}</b>). A quorum's hold ends on every node when its first key is gone, as the referee judges it; where its key stays on another node a while longer, that node's bar says <b>· left</b> and ends when the key goes (<b>{{g "Left"}}</b> if another buyer deleted it), which blames nobody. On the inventory: each stock read and write, with its fencing token (<b>t</b>) where the step shows one; <b>{{g "Fenced"}}</b> a write the inventory refused for its stale token. Buyer marks: {{buyerMarks}}, <b>{{g "Waiting"}}</b> waits for another's lock, <b>{{g "Refused"}}</b> Lock said no, <b>{{g "Reentry"}}</b> a re-entry, <b>{{g "Fault"}}</b> a fault, <b>{{g "Crashed"}}</b> crashed, <b>{{g "Sold"}}</b>/<b>{{g "NoSale"}}</b>/<b>{{g "Failed"}}</b> the order's end: sold, nothing sold, an error (<b>{{g "Rejected"}}</b> the shop turned it away). Where many marks fall on one spot they are drawn as one, with their count.</p>
+<p><b>Lanes:</b> one per buyer, one per lock node, one for the inventory; on the ruler above them, <b>{{g "Violation"}}</b> marks each violation where the referee found it (<b>{{g "Seen"}}</b> a kind the scenario does not judge, seen anyway: no violation). <span class="sw wait"></span> waiting (from the order's start to its first stock read once its Lock said yes) · <span class="sw work"></span> at work, with no lock to take (a step that takes none) · <span class="sw hold"></span> holds the lock · <span class="sw in"></span> inside the critical section (from the read its write was computed from to that write) · <span class="sw over"></span> inside while another order is inside too (an overlap) · <span class="sw frozen"></span> frozen · <span class="sw cut"></span> cut off from the lock server · <span class="sw dead"></span> crashed. On a lock node: a bar per hold, in the holding blue (two holds side by side in two shades), labelled with its holder, begun where the node took it (<b>{{g "Acquired"}}</b>) and ended by <b>{{g "Released"}}</b> released, <b>{{g "Foreign"}}</b> deleted by another buyer, <b>{{g "Expired"}}</b> ran out (its TTL; drawn where it ran out, said when the referee saw it), <b>{{g "Lost"}}</b> lost in a failover or restart (<b>{{g "Failover"}}</b>, <b>{{g "Restart"}}</b>). A quorum's hold ends on every node when its first key is gone, as the referee judges it; where its key stays on another node a while longer, that node's bar says <b>· left</b> and ends when the key goes (<b>{{g "Left"}}</b> if another buyer deleted it), which blames nobody. On the inventory: each stock read and write, with its fencing token (<b>t</b>) where the step shows one; <b>{{g "Fenced"}}</b> a write the inventory refused for its stale token. Buyer marks: {{buyerMarks}}, <b>{{g "Waiting"}}</b> waits for another's lock, <b>{{g "Reentry"}}</b> a re-entry, <b>{{g "Fault"}}</b> a fault, <b>{{g "Crashed"}}</b> crashed, <b>{{g "Sold"}}</b>/<b>{{g "NoSale"}}</b>/<b>{{g "Failed"}}</b> the order's end: sold, nothing sold, an error (<b>{{g "Rejected"}}</b> the shop turned it away). Where many marks fall on one spot they are drawn as one, with their count.</p>
 </footer>{{end}}
 `))
 
@@ -288,7 +289,7 @@ var pageGlyphs = map[string]picture.ID{"Acquired": picture.Acquired, "Released":
 	"Foreign": picture.Foreign, "Expired": picture.Expired, "Lost": picture.Lost, "Failover": picture.Failover,
 	"Restart": picture.Restart, "Left": picture.Left, "Fenced": picture.Fenced, "Waiting": picture.Waiting,
 	"Refused": picture.Refused, "Reentry": picture.Reentry, "Fault": picture.Fault, "Crashed": picture.Crashed,
-	"Sold": picture.Sold, "Violation": picture.Violation, "NoSale": picture.NoSale, "Failed": picture.Failed, "Rejected": picture.Rejected}
+	"Sold": picture.Sold, "Violation": picture.Violation, "Seen": picture.Seen, "NoSale": picture.NoSale, "Failed": picture.Failed, "Rejected": picture.Rejected}
 
 // pageGlyph is the glyph of the mark the legend names name; a name it does not know fails the
 // page's template, so the legend cannot name a mark the table lacks.

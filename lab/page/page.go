@@ -68,9 +68,7 @@ type Run struct {
 	Story    []string          `json:"-"` // an explored program in words, a line a buyer (explore.Found.Lines)
 	Backend  string            `json:"-"`
 	Played   string            `json:"-"`
-	Cell     string            `json:"-"` // cellText
-	Class    string            `json:"-"`
-	Mark     string            `json:"-"` // ✓, ✗ or ?
+	Said     course.Said       `json:"-"` // the verdict, as the terminal says it
 	Explain  []referee.Finding `json:"-"`
 	Report   string            `json:"-"` // Report.Text(): what lab run prints
 	Lesson   string            `json:"-"`
@@ -216,14 +214,13 @@ func RunID(step, sc string) string {
 func newRun(c matrix.Cell, st *steps.Step, played string, tb *Tables, learner *steps.Step) Run {
 	rep := c.Report
 	r := Run{ID: RunID(c.Step, c.Scenario), Step: c.Step, Scenario: c.Scenario, What: scenario.Describe(steps.Scenario(c.Scenario)),
-		Backend: rep.Backend, Played: played, Cell: course.CellText(c), Class: course.CellClass(c), Explain: rep.Explain, Report: rep.Text()}
+		Backend: rep.Backend, Played: played, Said: course.SaidOf(rep), Explain: rep.Explain, Report: rep.Text()}
 	if r.Backend == "" {
 		r.Backend = "embedded"
 	}
 	if r.What == "" {
 		r.What = rep.What
 	}
-	r.Mark = map[string]string{"ok": "✓", "bad": "✗", "unknown": "?"}[r.Class]
 	if st != nil {
 		r.Title = st.Title
 		// An explored program is no column of the matrix: no step's row says what clears it.

@@ -137,6 +137,9 @@
       mk.dataset.m = String(i);
       t.marks.push(mk);
     });
+    t.tracks = tracks;
+    t.nameEls = [names.firstChild].concat(t.names); // the ruler's name, then each lane's
+    layMarks(t);
     t.cursor = el('div', 'cursor', inner);
     t.cursor.hidden = true;
     t.said = el('p', 'tl-said hint', box, 'Click a mark, or press → to walk through the ' + p.events.length + ' events.');
@@ -154,9 +157,44 @@
     drawn.push(t);
   }
 
+  // layMarks lays t's marks out so that none is drawn over a mark of another kind: in its lane, a
+  // mark whose box would cover another's takes the next row down (the lane grows to hold it), at
+  // its own time, never moved along the axis. Marks of one kind side by side may touch (a
+  // waiter's tries); on the ruler, the rows under the time labels. Zooming lays them out again.
+  var rowH = 16, maxRows = 4;
+  function layMarks(t) {
+    var p = t.p, width = t.inner.clientWidth, boxes = [];
+    t.marks.forEach(function (mk, i) {
+      var m = p.marks[i], w = mk.offsetWidth, x = width * m[1] / p.end;
+      var left = mk.classList.contains('node') ? x - w : mk.classList.contains('lost') ? x : x - w / 2;
+      boxes.push({ i: i, lane: m[0], left: left, right: left + w, style: m[2] + ' ' + m[3] + ' ' + m[4] });
+    });
+    boxes.sort(function (a, b) { return a.lane - b.lane || a.left - b.left; });
+    var rows = {}; // lane → per row, the last box placed there
+    boxes.forEach(function (b) {
+      var lane = rows[b.lane] || (rows[b.lane] = []), first = b.lane < 0 ? 1 : 0, pick = -1;
+      for (var r = first; r < first + maxRows && pick < 0; r++) {
+        var last = lane[r];
+        if (!last || last.right + 1 <= b.left || last.style === b.style) pick = r;
+      }
+      if (pick < 0) { // every row is taken here: the row that frees first
+        pick = first;
+        for (r = first; r < first + maxRows; r++) if (lane[r].right < lane[pick].right) pick = r;
+      }
+      lane[pick] = { right: Math.max(b.right, lane[pick] ? lane[pick].right : -Infinity), style: b.style };
+      t.marks[b.i].style.top = (pick === 0 ? '' : (3 + rowH * pick) + 'px');
+    });
+    t.tracks.forEach(function (tr, k) {
+      var n = rows[k - 1] ? rows[k - 1].length : 1, h = (22 + rowH * (n - 1)) + 'px';
+      tr.style.height = h;
+      t.nameEls[k].style.height = h;
+    });
+  }
+
   function zoom(t, f) {
     t.zoom = Math.min(64, Math.max(1, t.zoom * f));
     t.inner.style.width = 'calc(' + (100 * t.zoom) + '% - 48px)';
+    layMarks(t);
     if (t.cur >= 0) show(t);
   }
 

@@ -127,7 +127,10 @@ func (d *playDrawing) event(e referee.Event) {
 // holder's colour, labelled with whose it is and, for what an ended hold left there, "· left".
 // They are sorted, so that a page is the same for the same history.
 func (d *playDrawing) bars() {
-	for _, s := range d.fold.Spans(0) {
+	spans := d.fold.Spans(0)
+	slices.SortStableFunc(spans, func(x, y picture.Span) int { return cmp.Compare(x.From, y.From) })
+	holds := map[int]int{} // lane → its holds so far: two side by side take the two shades
+	for _, s := range spans {
 		lane := d.lane(s.Lane)
 		if lane < 0 {
 			continue
@@ -137,7 +140,8 @@ func (d *playDrawing) bars() {
 			event = d.kept[s.Event]
 		}
 		if s.Kind == picture.Held {
-			label, class = fmt.Sprintf("b%d", s.Holder), fmt.Sprintf("lock own%d", (s.Holder-1)%8+1)
+			label, class = fmt.Sprintf("b%d", s.Holder), fmt.Sprintf("lock own%d", holds[lane]%2+1)
+			holds[lane]++
 			if s.Left {
 				label, class = label+" · left", class+" left"
 			}

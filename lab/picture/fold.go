@@ -106,6 +106,12 @@ func (f *Fold) Add(e referee.Event) []Drawn {
 		waiter := !f.noLock && len(b.waits) > 0 && len(b.inside) == 0 && f.owner.Holder != e.Buyer
 		switch m := OfCommand(e.Cmd, waiter); m {
 		case None:
+		case Try:
+			if b.woken { // its first try since a wake-up was published: what woke it
+				b.woken = false
+				m = Woken
+			}
+			draw(e.Buyer, at, m, "", "")
 		case StockSet:
 			// drawn where the write lands (EvWrite): a paused process sends it only after its pause
 		default:
@@ -161,10 +167,21 @@ func (f *Fold) Add(e referee.Event) []Drawn {
 		if b != nil { // a probe's command (buyer 0) has no lane
 			draw(e.Buyer, at, Publish, "", "")
 		}
+		for n, w := range f.buyers { // whoever waits now is woken: its next try is the wake-up's
+			w.woken = n != e.Buyer && len(w.waits) > 0 && len(w.inside) == 0
+		}
+	case referee.EvLine:
+		if b != nil { // Buyer joined the line
+			draw(e.Buyer, at, Queued, "", "")
+		}
 	case referee.EvFault:
 		lane := e.Buyer
 		if b == nil { // a fault on no buyer: on the ruler
 			lane = Ruler
+		}
+		if e.Fault == "clock-skew" && b != nil { // whose clock is wrong, on its own lane
+			draw(lane, at, Skewed, "", "")
+			break
 		}
 		draw(lane, at, Fault, "", string(e.Fault))
 	case referee.EvFrozen:
@@ -194,6 +211,10 @@ func (f *Fold) Add(e referee.Event) []Drawn {
 			draw(e.Buyer, at, ReentryFailed, "", "")
 		}
 	case referee.EvViolation:
+		if e.NotJudgedBy != "" { // seen, not judged here: no violation, no red flag
+			draw(Ruler, at, Seen, "", "")
+			break
+		}
 		draw(Ruler, at, Violation, "", "")
 	case referee.EvOverlap:
 		// the referee's: two orders inside together, each having read what the other's write

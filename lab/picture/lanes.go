@@ -129,6 +129,7 @@ type buyer struct {
 	waits  map[int]open // order → its wait (or, with no lock, its work)
 	inside map[int]open // order → inside since
 	state  map[Kind]open
+	woken  bool // a wake-up was published while it waited, and it has not tried since
 }
 
 // node is the lock on one node: whose, since when, and whether it is what an ended hold left.

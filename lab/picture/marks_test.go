@@ -45,15 +45,15 @@ func TestEveryMarkIsDrawn(t *testing.T) {
 			named[m]++
 		}
 	}
-	for m := None + 1; m <= Violation; m++ {
+	for m := None + 1; m <= Seen; m++ {
 		if Marks[m].Glyph == 0 || Marks[m].Class == "" {
 			t.Errorf("mark %d has no glyph or class: %+v", m, Marks[m])
 		}
-		if m <= Restart && named[m] != 1 {
+		if (Marks[m].Term || m == Try || m == Other) && named[m] != 1 {
 			t.Errorf("the legend names %c %d times", Marks[m].Glyph, named[m])
 		}
 	}
-	if len(Marks) != int(Violation)+1 {
-		t.Errorf("the table has %d marks, the IDs %d", len(Marks), Violation+1)
+	if len(Marks) != int(Seen)+1 {
+		t.Errorf("the table has %d marks, the IDs %d", len(Marks), Seen+1)
 	}
 }

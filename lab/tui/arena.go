@@ -47,6 +47,7 @@ type board struct {
 	rw        *rewind // the rewind cursor, while the learner walks the timeline
 	fenced    int     // writes the inventory refused for a stale fencing token
 	published int     // messages a command published (a lock's wake-up)
+	marks     uint64  // the marks the fold drew, a bit each (picture.ID): the legend names a rare one once drawn
 	line      []int   // the buyers in the lock's line of waiters (step 14), first first
 	fenceBy   string  // the latest of them in words
 	loss      string  // what the last lock loss was: "failover" or "restart"
@@ -152,6 +153,7 @@ func (a *board) fold(e referee.Event) {
 	}
 	a.advance(e.At)
 	for _, d := range a.pic.Add(e) {
+		a.marks |= 1 << d.ID
 		if d.ID == picture.Renew || d.ID == picture.LockScript {
 			a.renewed(e) // the owner was alive (a Lua lock that re-enters rewrote its lock too)
 		}
@@ -213,11 +215,7 @@ func (a *board) fold(e referee.Event) {
 		}
 	case referee.EvViolation:
 		a.see(e.Viol, e.Sentence, e.At, e.Buyer, e.Other)
-		if a.judged(e.Viol) {
-			a.logf(e.At, "%s", e.Words())
-		} else {
-			a.logf(e.At, "also seen (not judged by %s) %s: %s", a.scenario, e.Viol, e.Sentence)
-		}
+		a.logf(e.At, "%s", e.Words()) // "also seen (not judged by …)" where the scenario does not judge it
 	}
 	for i := range a.nodes {
 		a.nodes[i].owner = a.pic.Holder(i)
@@ -257,3 +255,6 @@ func (a *board) finish(rep *referee.Report, err error) {
 	}
 	a.first = oneLine(headline(rep))
 }
+
+// drew tells whether the fold drew mark m in this session.
+func (a *board) drew(m picture.ID) bool { return a.marks&(1<<m) != 0 }

@@ -222,7 +222,7 @@ func TestUnjudgedKindsAreNotViolations(t *testing.T) {
 	m.scr = scrArena
 	m.ar = newArena(steps.Slow, history.DefaultTiming(), -1, "k", true, 1)
 	a := m.ar
-	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvViolation, Viol: steps.LostSales, Sentence: "buyer 3 was turned away while 2 units were on the shelf"})
+	a.apply(referee.Event{At: time.Millisecond, Kind: referee.EvViolation, Viol: steps.LostSales, Sentence: "buyer 3 was turned away while 2 units were on the shelf", NotJudgedBy: "slow"})
 	v := m.View()
 	if !strings.Contains(v, "also seen (not judged by slow) lost-sales: buyer 3") || strings.Contains(v, "VIOLATION lost-sales") ||
 		!strings.Contains(v, "no violation so far") || !strings.Contains(v, "– lost-sales") {
@@ -245,7 +245,7 @@ func TestNoVerdictOnPartialEvidence(t *testing.T) {
 	m.scr = scrArena
 	m.ar = newArena(steps.UnlockRace, history.DefaultTiming(), -1, "k", true, 1)
 	const why = "the referee could not see what a command did to the lock on lock-A: NOPERM"
-	rep := &referee.Report{Scenario: "unlock-race", InitialStock: 3, FinalStock: 2, Confirmed: 1,
+	rep := &referee.Report{Scenario: "unlock-race", Judged: []steps.Kind{steps.ForeignRelease}, InitialStock: 3, FinalStock: 2, Confirmed: 1,
 		Untracked: []referee.Blind{{Kinds: []steps.Kind{steps.ForeignRelease}, What: why}},
 		Unjudged:  []steps.Kind{steps.ForeignRelease}}
 	m.finishBreak(rep, nil)
@@ -260,7 +260,7 @@ func TestNoVerdictOnPartialEvidence(t *testing.T) {
 	}
 	// what it found stands, beside what it could not see
 	m.ar = newArena(steps.Slow, history.DefaultTiming(), -1, "k", true, 1)
-	rep = &referee.Report{Scenario: "slow", InitialStock: 3, FinalStock: 2, Confirmed: 2, Oversold: 1,
+	rep = &referee.Report{Scenario: "slow", Judged: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRelease}, InitialStock: 3, FinalStock: 2, Confirmed: 2, Oversold: 1,
 		Violations: []steps.Kind{steps.Overlap, steps.Oversold},
 		Explain: []referee.Finding{{Kind: steps.Overlap, Sentence: "buyer 1 and buyer 2 were both inside the critical section for 52 ms"},
 			{Kind: steps.Oversold, Sentence: "2 orders confirmed but only 1 unit left the shelf: 1 oversold"}},

@@ -318,26 +318,30 @@ func termMarks() []string {
 }
 
 // legendLines packs the timeline's legend into lines of w columns: the lanes' glyphs first, then
-// the marks, in one flow. Work without a lock is explained only where no lock is taken, a refused
-// write only once one was refused.
+// the marks (picture.Legend), in one flow. Work without a lock is explained only where no lock is
+// taken, spinning only where a lock is; a rare mark (a wake-up, a refused write, …) only once it
+// was drawn.
 func legendLines(w int, a *board) []string {
+	items := slices.Clone(legendItems[0])
+	items = slices.DeleteFunc(items, func(it string) bool {
+		return (strings.HasPrefix(it, "░") && !a.noLock) || (strings.HasPrefix(it, "~") && a.noLock)
+	})
+	for _, g := range picture.Legend {
+		if !g.Page && (!g.Rare || slices.ContainsFunc(g.Marks, a.drew)) {
+			items = append(items, picture.Glyphs(g.Marks)+" "+g.Says)
+		}
+	}
 	var out []string
 	cur := ""
-	for _, items := range legendItems {
-		for _, it := range items {
-			if (strings.HasPrefix(it, "░") && !a.noLock) || (strings.HasPrefix(it, picture.Fenced.Glyph()) && a.fenced == 0) ||
-				(strings.HasPrefix(it, picture.Publish.Glyph()+" ") && a.published == 0) {
-				continue
-			}
-			if cur != "" && ansi.StringWidth(cur)+2+ansi.StringWidth(it) > w {
-				out = append(out, sDim.Render(cur))
-				cur = ""
-			}
-			if cur != "" {
-				cur += "  "
-			}
-			cur += it
+	for _, it := range items {
+		if cur != "" && ansi.StringWidth(cur)+2+ansi.StringWidth(it) > w {
+			out = append(out, sDim.Render(cur))
+			cur = ""
 		}
+		if cur != "" {
+			cur += "  "
+		}
+		cur += it
 	}
 	return append(out, sDim.Render(cur))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 )
 
 // helpPane is the ? screen: every pane's keys, what the faults do, how to read the timeline and
@@ -84,17 +85,26 @@ const helpVerdict = "INVARIANTS says, for each kind, what the referee judged: �
 	"judged at the end of a scenario; a live session never judges idle) or it could not see (the line under it says why), " +
 	"– not judged by this scenario."
 
-const helpTimeline = "One lane per buyer, one for the lock server; time runs left to right, one column = TTL/20. " +
-	"Buyer lanes: █ inside the critical section, ▓ inside while another order is inside too (an overlap; a buyer's two orders " +
-	"after a second request count too), ═ holds the lock outside it, · waiting (on steps 2–6, which never wait: a refused attempt), " +
-	"~ spinning (asking for the lock again and again), ┄ cut off from the lock server (a partition), ▒ inside and cut off " +
-	"(its lock can tell it nothing: it works on), ‖ frozen, × crashed. " +
-	"The status after a lane says \"▓ 2 inside\" when a buyer's two orders are inside together, \"+1 waits\" when its second one waits its turn. " +
-	"Marks: G GET stock, S SET stock, o GET lock (the owner check), D DEL lock, L a Lua script in Lock, U one in Unlock, " +
-	"P a renewal (PEXPIRE, or a script outside Lock and Unlock), W a message published: a wake-up for the waiters (steps 13, 14), " +
-	"⊘ a stale write the inventory refused (step 16). On step 14 the LOCK line shows the line of waiters, first first. " +
-	"Lock lane: ─ free, ═ held, with the owner's number at the start of each hold (on a quorum lock, the buyer holding a majority of the nodes), x expired, ! deleted by a non-owner, F failover, R a node restarted without persistence, ? lost in the failover or restart. " +
-	"When not every buyer fits, the lanes shown are the buyers a sentence on screen names, the lock's owner, then the busy ones."
+// helpTimeline is the timeline's help: the lanes' glyphs, then every mark the terminal draws, as
+// picture.Legend names it (the page's legend reads the same table).
+func helpTimeline() string {
+	var marks []string
+	for _, g := range picture.Legend {
+		if !g.Page && !g.Lock {
+			marks = append(marks, picture.Glyphs(g.Marks)+" "+g.Says)
+		}
+	}
+	return "One lane per buyer, one for the lock server; time runs left to right, one column = TTL/20. " +
+		"Buyer lanes: █ inside the critical section, ▓ inside while another order is inside too (an overlap; a buyer's two orders " +
+		"after a second request count too), ═ holds the lock outside it, ░ at work with no lock to take (step 1, which takes none), " +
+		"· waiting (on steps 2–6, which never wait: a refused attempt), " +
+		"~ spinning (asking for the lock again and again), ┄ cut off from the lock server (a partition), ▒ inside and cut off " +
+		"(its lock can tell it nothing: it works on), ‖ frozen, × crashed. " +
+		"The status after a lane says \"▓ 2 inside\" when a buyer's two orders are inside together, \"+1 waits\" when its second one waits its turn. " +
+		"Marks: " + strings.Join(marks, ", ") + ". On step 14 the LOCK line shows the line of waiters, first first. " +
+		"Lock lane: ─ free, ═ held, with the owner's number at the start of each hold (on a quorum lock, the buyer holding a majority of the nodes), x expired, ! deleted by a non-owner, F failover, R a node restarted without persistence, ? lost in the failover or restart. " +
+		"When not every buyer fits, the lanes shown are the buyers a sentence on screen names, the lock's owner, then the busy ones."
+}
 
 // lines is the whole help text laid out for w columns.
 func (p *helpPane) lines(w int) []string {
@@ -104,7 +114,7 @@ func (p *helpPane) lines(w int) []string {
 		b = append(b, "", sLabel.Render(g.title))
 		b = append(b, strings.Split(p.hm.FullHelpView(g.km.FullHelp()), "\n")...)
 	}
-	for _, sec := range [][2]string{{"Faults", helpFaults()}, {"After a break", helpBreak}, {"Rewind", helpRewind}, {"Invariants", helpVerdict}, {"The timeline", helpTimeline}} {
+	for _, sec := range [][2]string{{"Faults", helpFaults()}, {"After a break", helpBreak}, {"Rewind", helpRewind}, {"Invariants", helpVerdict}, {"The timeline", helpTimeline()}} {
 		b = append(b, "", sBold.Render(sec[0]))
 		b = append(b, wrap(sec[1], w)...)
 	}

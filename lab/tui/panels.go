@@ -114,12 +114,42 @@ func (a *board) when(k steps.Kind) string {
 	return sDim.Render(", at "+fmtSec(a.violAt[k])) + ": "
 }
 
+// saidParts is a finished run's verdict (course.Said) as the INVARIANTS line's parts: each
+// judged kind flagged, or one ✓ when every one held, then what was seen and not judged.
+func saidParts(said course.Said) []string {
+	var parts []string
+	if said.Class == "ok" {
+		parts = append(parts, sGood.Render(said.Line))
+	}
+	for _, f := range said.Flags {
+		if said.Class == "ok" {
+			break
+		}
+		st := map[string]lipgloss.Style{"✗": sBad, "?": sWarn, "✓": sGood}[f.Mark]
+		parts = append(parts, st.Render(f.String()))
+	}
+	if said.AlsoLine != "" {
+		parts = append(parts, sDim.Render("· "+said.AlsoLine))
+	}
+	return parts
+}
+
 // invariantLines is the panel: each kind ✗, ✓, ? (no verdict) or – (not judged), then the
 // verdict's sentences, then what the referee could not see.
 func (a *board) invariantLines(w int, first, latest string) []string {
 	var parts []string
 	dropped := 0
+	if a.done && a.rep != nil { // a finished run's verdict is its report's, as the page says it
+		said := course.SaidOf(a.rep)
+		parts = saidParts(said)
+		if said.AlsoLine == "" && a.scenario != "" {
+			dropped = len(steps.Kinds) - len(a.rep.Judged)
+		}
+	}
 	for _, k := range steps.Kinds {
+		if a.done && a.rep != nil {
+			break
+		}
 		_, bad := a.violated(k)
 		switch {
 		case bad && a.judged(k):

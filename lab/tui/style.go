@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/lockstep-lab/lockstep/lab/picture"
 )
 
 // The lab's styles. Tests fix the colour profile to ASCII, so the goldens hold text only.
@@ -23,36 +24,46 @@ var (
 	sDel    = lipgloss.NewStyle().Foreground(lipgloss.Color("196"))
 	sLesson = lipgloss.NewStyle().Foreground(lipgloss.Color("229"))
 
-	sLockHeld = lipgloss.NewStyle().Foreground(lipgloss.Color("39"))
+	sLockHeld = fg(picture.Held)
 	sLockFree = lipgloss.NewStyle().Foreground(lipgloss.Color("238"))
 
-	// timeline cells, by state
+	// timeline cells, by state, in lab/picture's colours (the page's legend uses the same)
 	sCell = [...]lipgloss.Style{
 		stIdle:    lipgloss.NewStyle(),
-		stWait:    lipgloss.NewStyle().Foreground(lipgloss.Color("243")),
-		stWork:    lipgloss.NewStyle().Foreground(lipgloss.Color("42")),
-		stHold:    lipgloss.NewStyle().Foreground(lipgloss.Color("39")),
-		stInside:  lipgloss.NewStyle().Foreground(lipgloss.Color("42")),
-		stCut:     lipgloss.NewStyle().Foreground(lipgloss.Color("214")),
-		stCutIn:   lipgloss.NewStyle().Foreground(lipgloss.Color("214")),
-		stOverlap: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("196")),
-		stFrozen:  lipgloss.NewStyle().Foreground(lipgloss.Color("75")),
-		stCrashed: lipgloss.NewStyle().Foreground(lipgloss.Color("160")),
+		stWait:    fg(picture.Wait),
+		stWork:    fg(picture.Work),
+		stHold:    fg(picture.Hold),
+		stInside:  fg(picture.Inside),
+		stCut:     fg(picture.Cut),
+		stCutIn:   fg(picture.Cut),
+		stOverlap: fg(picture.Overlap).Bold(true),
+		stFrozen:  fg(picture.Frozen),
+		stCrashed: fg(picture.Dead),
 	}
 	sMark = [...]lipgloss.Style{
 		stIdle:    lipgloss.NewStyle().Bold(true),
 		stWait:    lipgloss.NewStyle().Bold(true),
-		stWork:    lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("42")),
-		stHold:    lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("39")),
-		stInside:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("42")),
-		stCut:     lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("214")),
-		stCutIn:   lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("0")).Background(lipgloss.Color("214")),
-		stOverlap: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("231")).Background(lipgloss.Color("196")),
-		stFrozen:  lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("75")),
-		stCrashed: lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("160")),
+		stWork:    on(picture.Work, "0"),
+		stHold:    on(picture.Hold, "0"),
+		stInside:  on(picture.Inside, "0"),
+		stCut:     on(picture.Cut, "0"),
+		stCutIn:   on(picture.Cut, "0"),
+		stOverlap: on(picture.Overlap, "231"),
+		stFrozen:  fg(picture.Frozen).Bold(true),
+		stCrashed: fg(picture.Dead).Bold(true),
 	}
 	glyph = [...]rune{stIdle: ' ', stWait: '·', stWork: '░', stHold: '═', stInside: '█', stCut: '┄', stCutIn: '▒', stOverlap: '▓', stFrozen: '‖', stCrashed: '×'}
 )
+
+// fg is kind k's colour (picture.Colours) as a foreground.
+func fg(k picture.Kind) lipgloss.Style {
+	return lipgloss.NewStyle().Foreground(lipgloss.Color(picture.Colours[k].Term))
+}
+
+// on is a mark drawn in ink on kind k's colour.
+func on(k picture.Kind, ink string) lipgloss.Style {
+	return lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color(ink)).Background(lipgloss.Color(picture.Colours[k].Term))
+}
 
 // styleCodes returns the escape codes st puts around a text, found once per style: lipgloss'
 // Render measures and pads its text, which is most of View's time with many lanes.

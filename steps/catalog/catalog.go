@@ -58,6 +58,7 @@ var Steps = []*steps.Step{
 		Hint:      "Start many buyers against a small stock (contention).",
 		Lesson:    "GET → work → SET is not atomic. Concurrent buyers read the same number and each confirms an order for the same unit: the shop oversells. Something must let only one buyer into that section at a time.",
 		BreakWith: steps.Contention,
+		Shows:     "overlap",
 		New:       naive.New, Order: naive.Order, Source: naive.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Contention:  {overlap, oversold},
@@ -81,6 +82,7 @@ var Steps = []*steps.Step{
 		Hint:      "Make the holder's work fail (error) and watch every later buyer get refused.",
 		Lesson:    "The unlock is ordinary code at the end of the handler. An error returns early, the key stays, and with no TTL every later order is refused forever. The unlock has to run on every path.",
 		BreakWith: steps.Error,
+		Shows:     "held",
 		New:       setnx.New, Order: setnx.Order, Source: setnx.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Contention: {lost},
@@ -102,6 +104,7 @@ var Steps = []*steps.Step{
 		Hint:      "Crash the holder inside the critical section.",
 		Lesson:    "finally only runs in a process that is alive. A crash, a kill -9 or a lost machine leaves the key, and nothing in Redis will ever remove it. The lock needs an expiry that Redis enforces on its own.",
 		BreakWith: steps.Crash,
+		Shows:     "crashed",
 		New:       finally.New, Order: finally.Order, Source: finally.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Contention: {lost},
@@ -122,6 +125,7 @@ var Steps = []*steps.Step{
 		Hint:      "Make the holder slow (s): its work goes on until another buyer is in.",
 		Lesson:    "A TTL is a guess about how long the work takes. When the work outlives it, Redis hands the lock to someone else while the first holder is still inside — and the first holder's DEL then deletes the second holder's lock. Unlock must check whose lock it deletes.",
 		BreakWith: steps.Slow,
+		Shows:     "expired",
 		New:       atomicttl.New, Order: atomicttl.Order, Source: atomicttl.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Contention: {lost},
@@ -145,6 +149,7 @@ var Steps = []*steps.Step{
 		Hint:      "Let a second process with a clock 3 × TTL ahead ask while the holder works (clock-skew).",
 		Lesson:    "A lock that compares timestamps from different machines trusts every machine's clock with everyone's lock. Leases must be measured by one clock — the lock server's TTL — or as elapsed time on each client's monotonic clock, never by comparing wall clocks.",
 		BreakWith: steps.ClockSkew,
+		Shows:     "skewed clock",
 		New:       getset.New, Order: getset.Order, Source: getset.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Contention: {lost},
@@ -169,6 +174,7 @@ var Steps = []*steps.Step{
 		Hint:      "Freeze the holder between its GET and its DEL (unlock-race).",
 		Lesson:    "Check-then-act across two commands is a race. Between the GET that says \"mine\" and the DEL, the lock can expire and be taken; the DEL then removes a lock that is no longer ours. The check and the delete must be one atomic step.",
 		BreakWith: steps.UnlockRace,
+		Shows:     "GET owner",
 		New:       owner.New, Order: owner.Order, Source: owner.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Contention: {lost},
@@ -192,6 +198,7 @@ var Steps = []*steps.Step{
 		Hint:      "Start many buyers at once (contention) and count the refused orders.",
 		Lesson:    "A non-blocking lock turns contention into refusals: buyers are sent away although units remain. To sell them, a buyer must wait for the lock instead of giving up.",
 		BreakWith: steps.Contention,
+		Shows:     "refused",
 		New:       reentrant.New, Order: reentrant.Order, Source: reentrant.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Contention:  {lost},
@@ -212,9 +219,10 @@ var Steps = []*steps.Step{
 		Article:   "000 — 实现锁的阻塞性 (for(;;) setIfAbsent)",
 		Fixes:     "Contention no longer loses sales: every buyer waits its turn.",
 		Breaks:    "A holder slower than the TTL still loses its lock; and every waiter floods Redis with SET NX.",
-		Hint:      "Make the holder slow, or run the load scenario and count commands per order.",
-		Lesson:    "Spinning trades refusals for load: each waiter sends a command per round trip for as long as it waits. And the TTL still guesses the work's length; a slow holder's lock expires under it. The lease must be extended while the holder is alive.",
-		BreakWith: steps.Slow,
+		Hint:      "Run the load scenario and count commands per order, or make the holder slow.",
+		Lesson:    "Spinning trades refusals for load: each waiter sends a command per round trip for as long as it waits (the ~ lanes), thousands per order. And the TTL still guesses the work's length: a slow holder (s) loses its lock, until step 8 renews it.",
+		BreakWith: steps.Load,
+		Shows:     "spins",
 		New:       spin.New, Order: spin.Order, Source: spin.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Slow:        {overlap, oversold},
@@ -238,6 +246,7 @@ var Steps = []*steps.Step{
 		Hint:      "Freeze the holder between its GET and its DEL (unlock-race).",
 		Lesson:    "The watchdog keeps a live, running holder's lease; it cannot help a holder that is frozen, and it does nothing for the race inside Unlock. Compare-and-delete must happen inside Redis, in one script.",
 		BreakWith: steps.UnlockRace,
+		Shows:     "expired",
 		New:       watchdog.New, Order: watchdog.Order, Source: watchdog.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.UnlockRace:  {foreign},
@@ -260,6 +269,7 @@ var Steps = []*steps.Step{
 		Hint:      "Fail the lock primary over right after the holder's lock write.",
 		Lesson:    "Replication is asynchronous: the primary acknowledges the lock before the replica has it. When the primary dies, the promoted replica has no lock and grants it again. No single-Redis lock survives that; a pause past the lease breaks it too. Fencing tokens, checked by the inventory, are what make a lost lock harmless.",
 		BreakWith: steps.Failover,
+		Shows:     "Lua unlock",
 		New:       luaunlock.New, Order: luaunlock.Order, Source: luaunlock.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:       {overlap, oversold},
@@ -281,6 +291,7 @@ var Steps = []*steps.Step{
 		Hint:      "Fail the lock primary over right after the holder's lock write.",
 		Lesson:    "A built-in command does what the script did, no more: the same atomic compare-and-delete, the same row of the matrix. It still answers 0 for a lock another holds and for one that expired with nobody in it (002's unlock script made the same mistake), and on one Redis a failover still hands the lock out twice.",
 		BreakWith: steps.Failover,
+		Shows:     "DELEX",
 		Needs:     delex.Needs,
 		New:       delex.New, Order: delex.Order, Source: delex.Source,
 		Expect: map[steps.Scenario][]k{
@@ -303,6 +314,7 @@ var Steps = []*steps.Step{
 		Hint:      "Run the load scenario and watch the gaps between holders; or start a second request in the holder's process.",
 		Lesson:    "Back-off cures the flood by not asking — so nobody is asking when the lock comes free. The lock idles for half a pause on average after every release. Waking a waiter at the release needs Redis to tell it (pub/sub). And a count kept per process lets a second request of the same server straight in: ownership must follow the request.",
 		BreakWith: steps.Load,
+		Shows:     "waits",
 		New:       retry.New, Order: retry.Order, Source: retry.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:       {overlap, oversold},
@@ -324,6 +336,7 @@ var Steps = []*steps.Step{
 		Hint:      "Cut the holder off from the lock server inside its work (partition).",
 		Lesson:    "Ownership now follows the request, and every script checks it. But the holder still cannot tell that its lease ran out: its renewals fail in silence and it writes anyway. A lock whose lease can be lost must tell its holder to stop.",
 		BreakWith: steps.Partition,
+		Shows:     "Lua unlock",
 		New:       hashowner.New, Order: hashowner.Order, Source: hashowner.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:     {overlap, oversold},
@@ -344,6 +357,7 @@ var Steps = []*steps.Step{
 		Hint:      "Make the holder's work fail (error) and watch every later buyer get refused.",
 		Lesson:    "An around-advice without a finally is step 02's handler again, inside a helper: every error path skips the unlock. With a watchdog it is worse than a lock left to its TTL — the lease is renewed for as long as the process lives. The fix is one word, defer: step 03's try/finally, which step 11, this road's base, already has.",
 		BreakWith: steps.Error,
+		Shows:     "renew",
 		New:       aspect.New, Order: aspect.Order, Source: aspect.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Contention: {lost},
@@ -367,6 +381,7 @@ var Steps = []*steps.Step{
 		Hint:      "Pause the holder just before its stock write leaves.",
 		Lesson:    "The guard stops a holder that is alive enough to notice. A process frozen between its last check and its write (a GC pause, a VM stall) notices nothing: the write lands after its lease, beside the next holder's. No lock can prevent that; the resource must refuse the stale write (fencing tokens).",
 		BreakWith: steps.Pause,
+		Shows:     "frozen",
 		New:       leaseguard.New, Order: leaseguard.Order, Source: leaseguard.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:    {overlap, oversold},
@@ -386,6 +401,7 @@ var Steps = []*steps.Step{
 		Hint:      "Let one buyer order again the instant it is done (greedy).",
 		Lesson:    "A broadcast wake-up is not a queue. Each release starts a race, the process that asks first wins, and a waiter can lose every race while later askers win. Fairness needs the lock to remember who asked first.",
 		BreakWith: steps.Greedy,
+		Shows:     "wake-up",
 		New:       pubsub.New, Order: pubsub.Order, Source: pubsub.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:    {overlap, oversold},
@@ -404,7 +420,10 @@ var Steps = []*steps.Step{
 		Hint:      "Pause the holder just before its stock write leaves.",
 		Lesson:    "Fairness and a quiet hand-off make a good lock on one Redis — and none of it helps a holder that is paused after its last check, or a lock the replica never saw. What remains is for the resource to refuse the stale write, and for the lock to live on more than one node.",
 		BreakWith: steps.Pause,
-		New:       fair.New, Order: fair.Order, Source: fair.Source,
+		// its line (Q) is drawn where a buyer waits for a held lock (contention, greedy, live
+		// buyers); under pause the second buyer comes after the lease ran out and waits for nobody
+		Shows: "frozen",
+		New:   fair.New, Order: fair.Order, Source: fair.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:    {overlap, oversold},
 			steps.Failover: {overlap, oversold},
@@ -421,6 +440,7 @@ var Steps = []*steps.Step{
 		Hint:      "Restart a lock node the holder holds, when the holder missed another.",
 		Lesson:    "A majority protects against a node that fails over or goes away, not against one that comes back having forgotten. Redis's Redlock page asks for fsync on every write, or for a restarted node to stay away for a lease. And no lock, however many nodes it lives on, stops a paused process's stale write: the resource must check a fencing token.",
 		BreakWith: steps.Restart,
+		Shows:     "nodes",
 		New:       redlock.New, Order: redlock.Order, Source: redlock.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:   {overlap, oversold},
@@ -439,6 +459,7 @@ var Steps = []*steps.Step{
 		Hint:      "Pause the holder past its lease and watch its write bounce; then fail the lock primary over right after a lock write.",
 		Lesson:    "The resource checking for itself is what makes a lost lock harmless: the pause still lets two in, and the stale write bounces. But the token is only as monotonic as the counter behind it: counted on the same Redis that fails over, it repeats, and an equal token passes. A token must come from somewhere that never goes back (a consensus system, or the resource itself).",
 		BreakWith: steps.Pause, // the lesson is the refused write; failover then breaks it for real
+		Shows:     "stale write refused",
 		New:       fencing.New, Order: fencing.Order, Source: fencing.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.Pause:    {overlap},
