@@ -103,7 +103,10 @@ type Handoff struct {
 	Kinds    []steps.Kind   // the kinds it broke with
 	Next     int            // the next step's index, -1 after the last
 	Clears   []steps.Kind   // of Kinds, those the next step's row clears under Scenario
-	Fix      int            // the first later numbered step that clears every kind, -1 if none
+	// Fix is the first later numbered step that clears every kind, -1 if none; for a side road
+	// that broke what its base holds, the base (Base): the way on is back, and no screen calls a
+	// later step the fix then.
+	Fix int
 	// Part is the first later numbered step before the fix, other than the next one, that clears
 	// some of the kinds the next one does not (fencing tokens clear oversold under pause, not
 	// overlap), -1 if none; its kinds are PartKinds.
@@ -170,7 +173,7 @@ func NewHandoffNear(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.K
 	}
 	if b := BaseOf(all, i); b >= 0 && !Numbered(all[i]) &&
 		!slices.ContainsFunc(kinds, func(k steps.Kind) bool { return slices.Contains(all[b].Expect[sc], k) }) {
-		h.Base = b
+		h.Base, h.Fix, h.Part = b, b, -1
 	}
 	return h
 }

@@ -183,7 +183,7 @@ func (p *arenaPane) statusLines(w int) []string {
 		return []string{sLabel.Render(mode) + "  " + sWarn.Render(msg)}
 	}
 	l := wrap(sWarn.Render(msg), w)
-	return append(wrap(sLabel.Render(mode), w), l[:min(len(l), 3)]...)
+	return append(wrap(sLabel.Render(mode), w), clip(l, 3, w)...)
 }
 
 // named are the buyers the first violation and the latest name, in order: the lanes the
@@ -236,7 +236,7 @@ func (p *arenaPane) lessonLines(w int) []string {
 	st := s.step()
 	if a.err != nil {
 		l := wrap(sBad.Render("the scenario could not run: ")+oneLine(a.err.Error()), w)
-		return l[:min(len(l), 3)]
+		return clip(l, 3, w)
 	}
 	if a.prog != nil {
 		return a.prog.lessonLines(st, a.rep, w)
@@ -267,28 +267,9 @@ func (p *arenaPane) footer(w int) []string {
 		}
 		return rows
 	}
-	var keys []key.Binding
+	var keys, way []key.Binding // the way on after a break is a row of its own
 	if h := s.handoff; s.ar.done && h != nil && h.From == s.cur {
-		if h.Base >= 0 {
-			bk := h.JumpKey(s.steps, h.Base)
-			keys = append(keys, key.NewBinding(key.WithKeys(bk), key.WithHelp(bk, course.Name(s.steps[h.Base])+": back to the base")))
-		}
-		if h.Next >= 0 {
-			desc := course.Name(s.steps[h.Next])
-			if h.Next == h.Fix {
-				desc += ": the fix"
-			}
-			jk := h.JumpKey(s.steps, h.Next)
-			keys = append(keys, key.NewBinding(key.WithKeys(jk), key.WithHelp(jk, desc)))
-		}
-		if h.Part >= 0 {
-			pk := h.JumpKey(s.steps, h.Part)
-			keys = append(keys, key.NewBinding(key.WithKeys(pk), key.WithHelp(pk, course.Name(s.steps[h.Part])+": clears "+course.KindList(h.PartKinds))))
-		}
-		if h.Fix >= 0 && h.Fix != h.Next {
-			n := h.JumpKey(s.steps, h.Fix)
-			keys = append(keys, key.NewBinding(key.WithKeys(n), key.WithHelp(n, course.Name(s.steps[h.Fix])+": the fix")))
-		}
+		way = wayKeys(s.steps, h)
 		keys = append(keys, k.g.Break, k.Rewind, k.Reset, k.Code, k.Back, k.g.Help, k.g.Quit)
 	} else {
 		keys = []key.Binding{k.Reset, k.g.Break, k.g.Steps, k.Code, k.Back, k.g.Help, k.g.Quit}
@@ -296,7 +277,34 @@ func (p *arenaPane) footer(w int) []string {
 			keys = append([]key.Binding{k.Rewind}, keys...)
 		}
 	}
-	return strings.Split(footer(w, keys), "\n")
+	return strings.Split(footer(w, way, keys), "\n")
+}
+
+// wayKeys are the keys of the way on after a break, in the words of the hand-off's sentence (a
+// side road that broke what its base holds is sent back to its base, its fix).
+func wayKeys(all []*steps.Step, h *course.Handoff) []key.Binding {
+	var keys []key.Binding
+	add := func(i int, desc string) {
+		jk := h.JumpKey(all, i)
+		keys = append(keys, key.NewBinding(key.WithKeys(jk), key.WithHelp(jk, desc)))
+	}
+	if h.Base >= 0 {
+		add(h.Base, course.Name(all[h.Base])+": back to the base, the fix")
+	}
+	if h.Next >= 0 {
+		desc := course.Name(all[h.Next])
+		if h.Next == h.Fix {
+			desc += ": the fix"
+		}
+		add(h.Next, desc)
+	}
+	if h.Part >= 0 {
+		add(h.Part, course.Name(all[h.Part])+": clears "+course.KindList(h.PartKinds))
+	}
+	if h.Fix >= 0 && h.Fix != h.Next && h.Fix != h.Base {
+		add(h.Fix, course.Name(all[h.Fix])+": the fix")
+	}
+	return keys
 }
 
 // legendItems are the legend's items: the lanes' glyphs, then the marks (picture.Legend, less

@@ -61,7 +61,7 @@ func (p *codePane) View() string {
 	b := []string{""}
 	if p.s.msg != "" {
 		l := wrap(sWarn.Render(oneLine(p.s.msg)), w)
-		b = append(b, l[:min(len(l), 3)]...)
+		b = append(b, clip(l, 3, w)...)
 	}
 	p.vp.Width, p.vp.Height = w, max(h-len(b)-strings.Count(f, "\n")-1, 1)
 	pct := fmt.Sprintf(" · %.0f%%", p.vp.ScrollPercent()*100)

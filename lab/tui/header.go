@@ -19,12 +19,8 @@ func (m *model) header(w int) string {
 	left := sTitle.Render("lockstep") + " " + sStep.Render(" "+m.stepLabel(st)+" ") + " "
 	status := m.status(m.statusLevel(w))
 	room := w - lipgloss.Width(left) - ansi.StringWidth(status) - 2
-	if room < ansi.StringWidth(st.Title) { // the step's title before the lab's name
-		left = sStep.Render(" "+m.stepLabel(st)+" ") + " "
-		room = w - lipgloss.Width(left) - ansi.StringWidth(status) - 2
-	}
-	if room < 12 {
-		return left + sBold.Render(st.Title)
+	if room < 12 { // no room for the pace: the lab's name, where the learner is, and the title cut short
+		return ansi.Truncate(left+sBold.Render(st.Title), w, "…")
 	}
 	title := ansi.Truncate(st.Title, room, "…")
 	return left + sBold.Render(title) + strings.Repeat(" ", room-ansi.StringWidth(title)+2) + sDim.Render(status)

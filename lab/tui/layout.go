@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -43,35 +44,116 @@ func quickWidth(s string) int {
 	return n
 }
 
-// footer shows the keys that matter on a screen, packed into as few lines of w columns as they
-// need: no key is ever cut off. Each row starts a new line.
+// footer shows the keys that matter on a screen: on one line of w columns when they fit (with
+// short words for the longest, shortKeys, if that makes them fit), else each row of keys on lines
+// of its own, as few as it needs and as even as they can be, so that no key ends up alone on a
+// line. No key is ever cut off or split.
 func footer(w int, rows ...[]key.Binding) string {
-	var out []string
+	var all []key.Binding
 	for _, r := range rows {
-		cur, curW := "", 0
-		for _, b := range r {
-			if !b.Enabled() {
-				continue
-			}
-			h := b.Help()
-			item := sKey.Render(h.Key) + " " + sDim.Render(h.Desc)
-			iw := ansi.StringWidth(h.Key) + 1 + ansi.StringWidth(h.Desc)
-			if curW > 0 && curW+2+iw > w {
-				out = append(out, cur)
-				cur, curW = "", 0
-			}
-			if curW > 0 {
-				cur += "  "
-				curW += 2
-			}
-			cur += item
-			curW += iw
-		}
-		if curW > 0 {
-			out = append(out, cur)
+		all = append(all, r...)
+	}
+	for _, short := range []bool{false, true} {
+		if items := footItems(all, short); lineWidth(items) <= w {
+			return footLines(items, w)[0]
 		}
 	}
+	var out []string
+	for _, r := range rows {
+		items := footItems(r, false)
+		if short := footItems(r, true); lineWidth(items) > w && lineWidth(short) <= w {
+			items = short // the short words only where they save a line
+		}
+		out = append(out, footLines(items, w)...)
+	}
 	return strings.Join(out, "\n")
+}
+
+// shortKeys are the footer's shorter words for a key, where the whole footer would not fit on
+// one line (? says each in full).
+var shortKeys = map[string]string{"open the arena": "open", "go to step": "go to", "break it": "break",
+	"hold orders": "hold", "2nd request": "2nd req", "lost reply": "reply", "unlock-race": "unlock"}
+
+// footItem is one key as the footer shows it.
+type footItem struct {
+	text string
+	w    int
+}
+
+// footItems are the enabled keys of bs as the footer shows them; short: in shortKeys' words.
+func footItems(bs []key.Binding, short bool) []footItem {
+	var out []footItem
+	for _, b := range bs {
+		if !b.Enabled() {
+			continue
+		}
+		h := b.Help()
+		if s, ok := shortKeys[h.Desc]; ok && short {
+			h.Desc = s
+		}
+		out = append(out, footItem{sKey.Render(h.Key) + " " + sDim.Render(h.Desc), ansi.StringWidth(h.Key) + 1 + ansi.StringWidth(h.Desc)})
+	}
+	return out
+}
+
+// lineWidth is the width of items on one line.
+func lineWidth(items []footItem) int {
+	n := 0
+	for i, it := range items {
+		if i > 0 {
+			n += 2
+		}
+		n += it.w
+	}
+	return n
+}
+
+// footLines lays items out on as few lines of w columns as they need, each line as wide as the
+// others can make it (the narrowest width that needs no more lines), so the last is never one
+// lone key.
+func footLines(items []footItem, w int) []string {
+	pack := func(limit int) [][]footItem {
+		var lines [][]footItem
+		var cur []footItem
+		for _, it := range items {
+			if len(cur) > 0 && lineWidth(append(cur, it)) > limit {
+				lines, cur = append(lines, cur), nil
+			}
+			cur = append(cur, it)
+		}
+		if len(cur) > 0 {
+			lines = append(lines, cur)
+		}
+		return lines
+	}
+	best := pack(w)
+	for limit := w - 1; limit > 0; limit-- {
+		l := pack(limit)
+		if len(l) > len(best) {
+			break
+		}
+		best = l
+	}
+	out := make([]string, len(best))
+	for i, l := range best {
+		parts := make([]string, len(l))
+		for j, it := range l {
+			parts[j] = it.text
+		}
+		out[i] = strings.Join(parts, "  ")
+	}
+	return out
+}
+
+// clip keeps the first n of lines (wrapped to w columns); a text cut short ends in … where it
+// was cut, never mid-sentence without a sign.
+func clip(lines []string, n, w int) []string {
+	if len(lines) <= n {
+		return lines
+	}
+	out := slices.Clone(lines[:n])
+	out[n-1] = ansi.Truncate(out[n-1], max(w-1, 1), "") + "…"
+	return out
 }
 
 // wrap breaks s into lines of at most w columns (at least 10), trailing blanks trimmed.

@@ -182,14 +182,14 @@ func (a *board) invariantLines(w int, first, latest string) []string {
 	}
 	lines = append(lines, cur)
 	fl := wrap(first, w)
-	lines = append(lines, fl[:min(3, len(fl))]...)
+	lines = append(lines, clip(fl, 3, w)...)
 	if latest != "" {
 		ll := wrap(latest, w)
-		lines = append(lines, ll[:min(2, len(ll))]...)
+		lines = append(lines, clip(ll, 2, w)...)
 	}
 	for _, b := range a.blindLines() {
 		bl := wrap(sWarn.Render(oneLine(b)), w)
-		lines = append(lines, bl[:min(2, len(bl))]...)
+		lines = append(lines, clip(bl, 2, w)...)
 	}
 	return lines
 }

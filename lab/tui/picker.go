@@ -76,7 +76,7 @@ func (p *picker) View() string {
 	}
 	if s.msg != "" {
 		m := wrap(sWarn.Render(oneLine(s.msg)), w)
-		detail = append(detail, m[:min(len(m), 2)]...)
+		detail = append(detail, clip(m, 2, w)...)
 	}
 	f := footer(w, p.keys.ShortHelp())
 	room := h - 2 - len(detail) - 1 - strings.Count(f, "\n") // blank lines above and below the list

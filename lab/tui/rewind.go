@@ -150,7 +150,7 @@ func (a *board) rewindLines(w int) []string {
 		head = sLabel.Render(fmt.Sprintf("◀▶ #%d %.2fs", a.rw.at+1, s.ev.At.Seconds())) + " "
 	}
 	l := wrap(head+a.said(a.rw.at), w)
-	return l[:min(len(l), 2)]
+	return clip(l, 2, w)
 }
 
 // said is event i in words (sim's, as the log says them), with the lock as it stood after it

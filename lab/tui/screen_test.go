@@ -179,7 +179,7 @@ func TestNewFaultKeys(t *testing.T) {
 	for _, w := range []int{80, 100, 160} {
 		m.Update(tea.WindowSizeMsg{Width: w, Height: 30})
 		foot := strings.Join(m.arenaP.footer(w), "\n")
-		for _, want := range []string{"i partition", "t 2nd request", "x crash", "q quit"} {
+		for _, want := range []string{"i partition", "t 2nd req", "x crash", "q quit"} {
 			if !strings.Contains(foot, want) {
 				t.Errorf("at %d columns the footer lacks %q:\n%s", w, want, foot)
 			}
