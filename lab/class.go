@@ -30,6 +30,21 @@ type classRow struct {
 	// differ are the cells judged again to another verdict than the one the file says they
 	// earned when played.
 	differ []string
+	// want is the row the learner aimed for (lab grade -want, kept in the saved grade), nil if
+	// none; misses are the cells of theirs that are not the target's.
+	want   *grading.Target
+	misses []grading.Miss
+}
+
+// met says whether r met its target: "met", "not met", or "" with no target.
+func (r classRow) met() string {
+	switch {
+	case r.want == nil:
+		return ""
+	case len(r.misses) == 0:
+		return "met"
+	}
+	return "not met"
 }
 
 // classCmd reads saved grades and prints one table of every learner's row beside the catalog's
@@ -109,6 +124,11 @@ func readClassRow(file string) (classRow, error) {
 		return classRow{}, err
 	}
 	r := classRow{name: s.Name, file: file}
+	if s.Want != "" {
+		if r.want, err = grading.ParseTarget(catalog.Find, s.Want); err != nil {
+			return classRow{}, usageError("%s: its target %q: %v", file, s.Want, unwrapUsage(err))
+		}
+	}
 	if r.name == "" {
 		r.name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
@@ -148,6 +168,9 @@ func readClassRow(file string) (classRow, error) {
 		}
 		r.row = append(r.row, c)
 	}
+	if r.want != nil {
+		r.misses = r.want.Misses(catalog.Steps, r.row)
+	}
 	return r, nil
 }
 
@@ -183,6 +206,16 @@ func classTable(rows []classRow) (cells []cell, words []string) {
 		if len(none) > 0 {
 			w += "; no verdict under " + strings.Join(none, ", ")
 		}
+		switch r.met() {
+		case "met":
+			w += fmt.Sprintf(". Target met: %s", r.want)
+		case "not met":
+			var under []string
+			for _, m := range r.misses {
+				under = append(under, fmt.Sprintf("%s (%s, not %s)", m.Scenario, m.Got, m.Want))
+			}
+			w += fmt.Sprintf(". Target not met: %s, but under %s", r.want, strings.Join(under, ", "))
+		}
 		words = append(words, w+".")
 	}
 	for _, st := range catalog.Steps {
@@ -201,9 +234,25 @@ func classTable(rows []classRow) (cells []cell, words []string) {
 func classPage(rows []classRow, cells []cell) page.Data {
 	d := page.MatrixPage(fmt.Sprintf("the class, %s", course.Count(len(rows), "learner", "learners")), cells, func(cell) string { return "" }, learner)
 	d.Kind = "class"
+	var targets []string
 	for i, r := range rows {
-		d.Rows[i].Mine, d.Rows[i].Note = true, r.slug
+		d.Rows[i].Mine, d.Rows[i].Note, d.Rows[i].Met = true, r.slug, r.met()
+		// a cell that is not the target's, or with no target, not the nearest row's
+		var differ []string
+		for _, m := range r.misses {
+			differ = append(differ, string(m.Scenario))
+		}
+		if near := grading.NearestRows(catalog.Steps, r.row); r.want == nil && len(near) > 0 {
+			differ = near[0].Diff
+		}
+		for j, sc := range d.Scenarios {
+			d.Rows[i].Cells[j].Differs = slices.Contains(differ, sc)
+		}
+		if r.want != nil {
+			targets = append(targets, fmt.Sprintf("%s, aiming for %s: %s", r.name, r.want, r.met()))
+		}
 	}
+	d.Target = strings.Join(targets, "\n")
 	for i := len(rows); i < len(d.Rows); i++ {
 		d.Rows[i].Note = "the catalog's row"
 	}

@@ -40,10 +40,14 @@ func TestGradeWantAndClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	var s savedRuns
-	if err := json.Unmarshal(b, &s); err != nil || s.Name != "ada" || len(s.Runs) != len(scenario.Names()) {
-		t.Fatalf("the saved grade: %v, name %q, %d runs", err, s.Name, len(s.Runs))
+	if err := json.Unmarshal(b, &s); err != nil || s.Name != "ada" || s.Want != "04" || len(s.Runs) != len(scenario.Names()) {
+		t.Fatalf("the saved grade: %v, name %q, target %q, %d runs", err, s.Name, s.Want, len(s.Runs))
 	}
-	s.Name = "grace"
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), "Target met: your row is step 4&#39;s row") ||
+		!strings.Contains(string(b), "The way on, scenario by scenario:") {
+		t.Errorf("the grade's page does not say the target met and the way on (%v)", err)
+	}
+	s.Name, s.Want = "grace", "05" // the same row aimed at step 5's: not met
 	grace := filepath.Join(files, "grace.json")
 	if b, err = json.Marshal(s); err != nil || os.WriteFile(grace, b, 0o644) != nil {
 		t.Fatal(err)
@@ -64,7 +68,8 @@ func TestGradeWantAndClass(t *testing.T) {
 			t.Errorf("the table has no row %s:\n%s", row, table)
 		}
 	}
-	for _, w := range []string{`^ada \(steps/gradetest-[0-9]+\): step 4's row \(`, `^grace \(steps/gradetest-[0-9]+\): step 4's row \(`} {
+	for _, w := range []string{`^ada \(steps/gradetest-[0-9]+\): step 4's row \(.*\. Target met: step 4's row \(`,
+		`^grace \(steps/gradetest-[0-9]+\): step 4's row \(.*\. Target not met: step 5's row \(.*\), but under slow \(overlap, oversold, foreign-release, not overlap, oversold\)`} {
 		if !regexpLine(table, w) {
 			t.Errorf("no line %s:\n%s", w, table)
 		}
@@ -72,7 +77,7 @@ func TestGradeWantAndClass(t *testing.T) {
 	if b, err = os.ReadFile(classPageFile); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{">ada<", ">grace<", ">" + st4.Slug + "<", "the class, 3 learners"} {
+	for _, s := range []string{">ada<", ">grace<", ">" + st4.Slug + "<", "the class, 3 learners", `target met</small>`, `target not met</small>`, `class="bad differs"`} {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("the class's page has no %q", s)
 		}

@@ -129,7 +129,7 @@ func gradeExercise(t *testing.T, args []string) (string, error) {
 		t.Fatal(gr.err)
 	}
 	if a.save != "" {
-		if err := saveGrade(a.save, a.name, gr.g, time.Now()); err != nil {
+		if err := saveGrade(a.save, a.name, a.want, gr.g, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

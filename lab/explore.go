@@ -167,7 +167,8 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 		if req.Step != "" {
 			st, _ = catalog.Find(req.Step)
 		}
-		if err := writeExplorePage(f.html, st, res.Found, time.Now()); err != nil {
+		replay := "go run ./lab explore " + replayArgs(what, res.Found.Original.Seed, f)
+		if err := writeExplorePage(f.html, st, res.Found, time.Now(), replay); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -48,6 +49,7 @@ type gradeFlags struct {
 	asJSON  bool
 	html    string          // write the grade as a page to this file
 	want    *grading.Target // the row the learner aims for (-want), or nil
+	wantArg string          // -want as given, kept in a saved grade for lab class
 	name    string          // the learner's name, for lab class (-name)
 	save    string          // write the grade's runs to this file, for lab class and lab judge (-save)
 	explore time.Duration   // wall time to explore the lock after its row (-explore; 0: not at all)
@@ -88,6 +90,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 		if f.want, err = grading.ParseTarget(catalog.Find, *want); err != nil {
 			return err
 		}
+		f.wantArg = *want
 	}
 	if f.name != "" && f.save == "" && f.html == "" {
 		return usageError("-name names a saved grade: give -save FILE (or -html FILE) too")
@@ -163,13 +166,8 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 		return failed
 	}
 	played := time.Now()
-	if f.html != "" {
-		if err := writeGradePage(f.html, p.Rel, f.name, g, played, p.Shared); err != nil {
-			return err
-		}
-	}
 	if f.save != "" {
-		if err := saveGrade(f.save, f.name, g, played); err != nil {
+		if err := saveGrade(f.save, f.name, f.wantArg, g, played); err != nil {
 			return err
 		}
 	}
@@ -181,12 +179,35 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 	if f.asJSON {
 		w = stderr // stdout is the row as JSON
 	}
+	var said gradeSaid // what the page says beside the row, as the terminal said it
 	if f.want != nil {
-		err = printTarget(w, p.Rel, f.want, g.Row)
+		var b bytes.Buffer
+		err = printTarget(io.MultiWriter(w, &b), p.Rel, f.want, g.Row)
+		said.target = b.String()
 	}
+	err = exploreAfter(gr, p, f, w, stderr, err, &said)
+	if f.html != "" {
+		if perr := writeGradePage(f.html, p.Rel, f.name, f.wantArg, g, played, p.Shared, said); perr != nil {
+			return perr
+		}
+	}
+	return err
+}
+
+// gradeSaid is what a grade says after its row, in the terminal's words, for its page: whether
+// the row met its target, and what exploring found.
+type gradeSaid struct{ target, explored string }
+
+// exploreAfter explores the graded lock (unless -explore 0) and returns the grade's error: err,
+// the row's, unless the row was clean and exploring broke the lock (or stopped short). What it
+// prints goes to said.explored too.
+func exploreAfter(gr *grader, p *grading.Pkg, f gradeFlags, w, stderr io.Writer, err error, said *gradeSaid) error {
 	if f.explore <= 0 {
 		return err
 	}
+	var b bytes.Buffer
+	defer func() { said.explored = strings.TrimSpace(b.String()) }()
+	w = io.MultiWriter(w, &b)
 	broke, xerr := exploreGraded(gr, p, f, w, stderr)
 	var child *childExit
 	switch {
@@ -307,16 +328,22 @@ func printGrade(w io.Writer, slug string, row []cell) {
 	if like := grading.Like(catalog.Steps, row, learner); like != "" {
 		fmt.Fprintf(w, "\n%s\n", like)
 	}
+	if on := waysOn(row); len(on) > 0 {
+		fmt.Fprintf(w, "\nThe way on, scenario by scenario:\n  %s\n", strings.Join(on, "\n  "))
+	}
+}
+
+// waysOn is the way on under each scenario that broke the row: "slow: …" (grading.WayOn, the
+// hand-off lab -dir says after a break), for the terminal and the page alike.
+func waysOn(row []cell) []string {
 	var on []string
 	near := grading.Nearest(catalog.Steps, row, learner)
 	for _, c := range row {
 		if len(c.Violations) > 0 && c.Skipped == "" && len(c.Unjudged) == 0 {
-			on = append(on, fmt.Sprintf("  %s: %s", c.Scenario, grading.WayOn(catalog.Steps, steps.Scenario(c.Scenario), c.Violations, near)))
+			on = append(on, fmt.Sprintf("%s: %s", c.Scenario, grading.WayOn(catalog.Steps, steps.Scenario(c.Scenario), c.Violations, near)))
 		}
 	}
-	if len(on) > 0 {
-		fmt.Fprintf(w, "\nThe way on, scenario by scenario:\n%s\n", strings.Join(on, "\n"))
-	}
+	return on
 }
 
 // printShared says, a line each, the learner's package-level state that every buyer shared: the

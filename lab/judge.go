@@ -26,7 +26,10 @@ import (
 type savedRuns struct {
 	Lockstep string `json:"lockstep"` // "runs": what the file is
 	// Name is whose lock the runs played, for lab class: lab grade -name; "" when not given.
-	Name string     `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Want is the row the learner aimed for, as lab grade -want was given it ("" none): lab class
+	// says whether the grade met it.
+	Want string     `json:"want,omitempty"`
 	Runs []savedRun `json:"runs"`
 }
 
@@ -50,9 +53,9 @@ func saveRuns(file string, reps []*referee.Report) error {
 
 // saveGrade writes a learner's grade to file as the runs of its cells, with the learner's name:
 // lab class reads it beside the others', lab judge judges it again.
-func saveGrade(file, name string, g matrix.Graded, played time.Time) error {
+func saveGrade(file, name, want string, g matrix.Graded, played time.Time) error {
 	out := savedOf(gradeReports(g), played)
-	out.Name = name
+	out.Name, out.Want = name, want
 	return writeRuns(file, out)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/explore"
@@ -44,10 +45,10 @@ func writeRunPage(out string, st *steps.Step, rep *referee.Report, played time.T
 
 // writeExplorePage writes the page of what explore found in st (nil: a learner's lock), played at
 // played, to out: the shrunk program's run, and the program in words above its verdict.
-func writeExplorePage(out string, st *steps.Step, fd *explore.Found, played time.Time) error {
+func writeExplorePage(out string, st *steps.Step, fd *explore.Found, played time.Time, replay string) error {
 	runs := savedOf([]*referee.Report{fd.Report}, played)
 	d := page.RunPage(matrix.CellOf(fd.Report), st, played.UTC().Format(time.RFC3339), learner)
-	d.Runs[0].Story = fd.Lines
+	d.Runs[0].Story, d.Runs[0].Seed, d.Runs[0].Replay = fd.Lines, fd.Original.Seed, replay
 	return page.Write(out, d, runs)
 }
 
@@ -62,12 +63,14 @@ func writeMatrixPage(out string, cells []cell, nSteps int, played time.Time) err
 // the row with the report the grader wrote for it (Graded.Reports). name is the learner's (-name),
 // or "": lab class reads it back from the page's runs. shared is the learner's package-level state
 // every buyer shared (grading.SharedState), said on the page.
-func writeGradePage(out, slug, name string, g matrix.Graded, played time.Time, shared []grading.Shared) error {
+func writeGradePage(out, slug, name, want string, g matrix.Graded, played time.Time, shared []grading.Shared, said gradeSaid) error {
 	reps := gradeReports(g)
 	when := played.UTC().Format(time.RFC3339)
 	runs := savedOf(reps, played)
-	runs.Name = name
-	return page.Write(out, page.GradePage(slug, g.Row, when, shared, learner), runs)
+	runs.Name, runs.Want = name, want
+	d := page.GradePage(slug, g.Row, when, shared, learner)
+	d.Target, d.WayOn, d.Explored = strings.TrimSpace(said.target), waysOn(g.Row), said.explored
+	return page.Write(out, d, runs)
 }
 
 // gradeReports sets each cell of g's row to the report the grader wrote for it

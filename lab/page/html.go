@@ -254,24 +254,28 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 <body data-kind="{{.Kind}}">
 <header class="top">
 <h1>lockstep · {{.Title}}</h1>
-<p class="meta">{{if .Backend}}{{.Backend}} backend{{end}}{{if .Played}} · played {{.Played}}{{end}} · written by <code>lab</code>{{if .Runs}}; <code>go run ./lab judge</code> this file judges its runs again from their histories{{end}}</p>
+<p class="meta">{{range $i, $m := .Meta}}{{if $i}} · {{end}}{{$m}}{{end}}</p>
 {{if .Runs}}<p class="keys">Hover or click a mark to read what happened; <kbd>←</kbd> <kbd>→</kbd> step through a timeline's events (<kbd>Home</kbd> <kbd>End</kbd>: the first and the last), as the terminal lab's rewind does.</p>{{end}}
 </header>
 <ul id="page-errors" hidden></ul>
 {{if .Rows}}<section class="table">
 {{if .Like}}<p class="like">{{.Like}}</p>{{end}}
+{{if .Target}}<pre class="target">{{.Target}}</pre>{{end}}
 {{range .Shared}}<p class="shared">{{.}}</p>
 {{end}}<table class="matrix">
 <thead><tr><th>step</th>{{range .Scenarios}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr{{if .Mine}} class="mine"{{end}}><th title="{{.Title}}">{{.Step}}{{if .Note}}<small>{{.Note}}</small>{{end}}</th>{{range .Cells}}<td class="{{.Class}}{{if .Differs}} differs{{end}}"{{if .Hint}} title="{{.Hint}}"{{end}}>{{if .Run}}<a href="#{{.Run}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{range .Rows}}<tr{{if .Mine}} class="mine"{{end}}><th title="{{.Title}}">{{.Step}}{{if .Note}}<small>{{.Note}}</small>{{end}}{{if .Met}}<small class="met {{if eq .Met "met"}}ok{{else}}bad{{end}}">target {{.Met}}</small>{{end}}</th>{{range .Cells}}<td class="{{.Class}}{{if .Differs}} differs{{end}}"{{if .Hint}} title="{{.Hint}}"{{end}}>{{if .Run}}<a href="#{{.Run}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table>
+{{if .WayOn}}<p class="wayon"><b>The way on, scenario by scenario:</b></p><ul class="wayon">{{range .WayOn}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Explored}}<pre class="explored">{{.Explored}}</pre>{{end}}
 </section>{{end}}
 {{range $i, $r := .Runs}}<section class="run" id="{{$r.ID}}">
 <h2 class="{{$r.Said.Class}}">{{$r.Step}} × {{$r.Scenario}}</h2>
 <p class="meta">step <b>{{$r.Step}}</b>{{if $r.Title}}: {{$r.Title}}{{end}} · scenario <b>{{$r.Scenario}}</b>{{if $r.What}}: {{$r.What}}{{end}} · {{$r.Backend}} backend{{if $r.Played}} · played {{$r.Played}}{{end}}</p>
 {{if $r.Story}}<ul class="story">{{range $r.Story}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if $r.Replay}}<p class="replay">found from seed {{$r.Seed}}; <b>replay:</b> <code>{{$r.Replay}}</code></p>{{end}}
 <div class="verdict {{$r.Said.Class}}"><p class="cell">verdict: <b>{{$r.Said.Line}}</b></p>{{if $r.Said.AlsoLine}}<p class="also">{{$r.Said.AlsoLine}}</p>{{end}}{{if $r.Explain}}
 <ul class="explain">{{range $r.Explain}}<li><b>{{.Kind}}</b>: <span class="sentence">{{.Sentence}}</span></li>{{end}}</ul>{{end}}</div>
 {{if $r.Lesson}}<p class="lesson"><b>lesson:</b> {{$r.Lesson}}</p>{{end}}
@@ -283,6 +287,23 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"he
 <p><b>Lanes:</b> one per buyer, one per lock node, one for the inventory; on the ruler above them, <b>{{g "Violation"}}</b> marks each violation where the referee found it (<b>{{g "Seen"}}</b> a kind the scenario does not judge, seen anyway: no violation). <span class="sw wait"></span> waiting (from the order's start to its first stock read once its Lock said yes) · <span class="sw work"></span> at work, with no lock to take (a step that takes none) · <span class="sw hold"></span> holds the lock · <span class="sw in"></span> inside the critical section (from the read its write was computed from to that write) · <span class="sw over"></span> inside while another order is inside too (an overlap) · <span class="sw frozen"></span> frozen · <span class="sw cut"></span> cut off from the lock server · <span class="sw dead"></span> crashed. On a lock node: a bar per hold, in the holding blue (two holds side by side in two shades), labelled with its holder, begun where the node took it (<b>{{g "Acquired"}}</b>) and ended by <b>{{g "Released"}}</b> released, <b>{{g "Foreign"}}</b> deleted by another buyer, <b>{{g "Expired"}}</b> ran out (its TTL; drawn where it ran out, said when the referee saw it), <b>{{g "Lost"}}</b> lost in a failover or restart (<b>{{g "Failover"}}</b>, <b>{{g "Restart"}}</b>). A quorum's hold ends on every node when its first key is gone, as the referee judges it; where its key stays on another node a while longer, that node's bar says <b>· left</b> and ends when the key goes (<b>{{g "Left"}}</b> if another buyer deleted it), which blames nobody. On the inventory: each stock read and write, with its fencing token (<b>t</b>) where the step shows one; <b>{{g "Fenced"}}</b> a write the inventory refused for its stale token. Buyer marks: {{buyerMarks}}, <b>{{g "Waiting"}}</b> waits for another's lock, <b>{{g "Reentry"}}</b> a re-entry, <b>{{g "Fault"}}</b> a fault, <b>{{g "Crashed"}}</b> crashed, <b>{{g "Sold"}}</b>/<b>{{g "NoSale"}}</b>/<b>{{g "Failed"}}</b> the order's end: sold, nothing sold, an error (<b>{{g "Rejected"}}</b> the shop turned it away). Where many marks fall on one spot they are drawn as one, with their count.</p>
 </footer>{{end}}
 `))
+
+// Meta is the page's line under its title: the backend, when it was played, who wrote it and
+// how to judge it again, each only where there is one (a class's page has no backend of its own).
+func (d Data) Meta() []template.HTML {
+	var m []template.HTML
+	if d.Backend != "" {
+		m = append(m, template.HTML(template.HTMLEscapeString(d.Backend)+" backend"))
+	}
+	if d.Played != "" {
+		m = append(m, template.HTML("played "+template.HTMLEscapeString(d.Played)))
+	}
+	w := "written by <code>lab</code>"
+	if len(d.Runs) > 0 {
+		w += "; <code>go run ./lab judge</code> this file judges its runs again from their histories"
+	}
+	return append(m, template.HTML(w))
+}
 
 // pageGlyphs names the marks the page's legend says in its prose.
 var pageGlyphs = map[string]picture.ID{"Acquired": picture.Acquired, "Released": picture.Released,

@@ -34,9 +34,16 @@ type Data struct {
 	Rows      []Row    `json:"-"`
 	Like      string   `json:"-"` // grade: which step the learner's row is (grading.Like)
 	Shared    []string `json:"-"` // grade: the learner's package-level state, a line each (grading.Shared)
-	Title     string   `json:"-"`
-	Backend   string   `json:"-"`
-	Played    string   `json:"-"`
+	// Target, WayOn and Explored are what a grade says after its row, in the terminal's words:
+	// whether the row is the one -want aimed for, the way on under each scenario that broke it,
+	// and what exploring the lock found ("" or nil when not asked or not found). On a class's
+	// page, Target says the room's target.
+	Target   string   `json:"-"`
+	WayOn    []string `json:"-"`
+	Explored string   `json:"-"`
+	Title    string   `json:"-"`
+	Backend  string   `json:"-"`
+	Played   string   `json:"-"`
 }
 
 // Row is one row of a page's table: a step's played cells, or (on a grade's page) a step's
@@ -46,6 +53,7 @@ type Row struct {
 	Title string
 	Note  string // grade: what the row is to the learner's
 	Mine  bool   // grade: the learner's own row
+	Met   string // class: "met" or "not met" where the learner aimed for a target (-want), else ""
 	Cells []Cell
 }
 
@@ -66,6 +74,8 @@ type Run struct {
 	Scenario string            `json:"-"`
 	What     string            `json:"-"` // scenario.Describe, or the history's own (an explored program's)
 	Story    []string          `json:"-"` // an explored program in words, a line a buyer (explore.Found.Lines)
+	Seed     uint64            `json:"-"` // an explored program: the seed that found it
+	Replay   string            `json:"-"` // an explored program: the command that finds and shrinks it again
 	Backend  string            `json:"-"`
 	Played   string            `json:"-"`
 	Said     course.Said       `json:"-"` // the verdict, as the terminal says it

@@ -71,7 +71,11 @@ func (m *model) statusText(short int, buyers string) string {
 	if be == "" {
 		be = "embedded"
 	}
-	parts := []string{be, speedText(m.slow)}
+	pace := speedText(m.slow)
+	if m.ar != nil && m.ar.prog != nil { // a recorded run: its own TTL and times, played slower
+		pace = fmt.Sprintf("replayed %.3g× slower, recorded TTL %s", m.ar.prog.pace, roundDur(m.ar.prog.History.Timing.TTL))
+	}
+	parts := []string{be, pace}
 	if short > 0 {
 		parts = parts[1:]
 	}
@@ -79,6 +83,9 @@ func (m *model) statusText(short int, buyers string) string {
 		parts[0] = fmt.Sprintf("%g× slower", m.slow)
 		if m.slow == 1 {
 			parts[0] = "real pace"
+		}
+		if m.ar != nil && m.ar.prog != nil {
+			parts[0] = fmt.Sprintf("replayed %.3g× slower", m.ar.prog.pace)
 		}
 	}
 	if buyers != "" {
