@@ -23,6 +23,7 @@ type Live struct {
 	stage  *Stage
 	paused bool
 	wake   chan struct{}
+	busy   int // orders under way
 	wg     sync.WaitGroup
 }
 
@@ -101,6 +102,40 @@ func (l *Live) SetPaused(paused bool) {
 	}
 }
 
+// ordering counts an order that begins (d 1) or ends (d -1).
+func (l *Live) ordering(d int) {
+	l.mu.Lock()
+	l.busy += d
+	l.mu.Unlock()
+}
+
+// Quiet holds new orders back until none is under way (at most cap), runs arm, and lets orders
+// come again (unless they were held already), one buyer after another as at the start. A move
+// armed so strikes the next Lock as its scenario has it: a lock taken free, with nobody waiting
+// for it (no line of waiters a fair lock would keep behind the stricken holder), the other buyers
+// arriving after it.
+func (l *Live) Quiet(cap time.Duration, arm func() error) error {
+	was := l.Paused()
+	l.SetPaused(true)
+	for end := time.Now().Add(cap); time.Now().Before(end) && l.ctx.Err() == nil; {
+		l.mu.Lock()
+		busy := l.busy
+		l.mu.Unlock()
+		if busy == 0 {
+			break
+		}
+		time.Sleep(l.a.t.TTL / 20)
+	}
+	if l.ctx.Err() != nil {
+		return errors.New("the session has stopped")
+	}
+	err := arm()
+	if !was {
+		l.SetPaused(false)
+	}
+	return err
+}
+
 // Paused reports whether new orders are held back.
 func (l *Live) Paused() bool {
 	l.mu.Lock()
@@ -139,6 +174,10 @@ func (l *Live) run(b *liveBuyer, i int) {
 			case <-ctx.Done():
 				return
 			}
+			// orders come again one buyer after another, as at the start
+			if p.sleep(ctx, time.Duration(i-1)*t.Work/3) != nil {
+				return
+			}
 			continue
 		}
 		if l.a.SoldOut() {
@@ -148,7 +187,9 @@ func (l *Live) run(b *liveBuyer, i int) {
 			continue
 		}
 		octx, ocancel := context.WithTimeout(l.ctx, 20*t.TTL)
+		l.ordering(1)
 		err := l.a.order(octx, p, orderPlan{})
+		l.ordering(-1)
 		ocancel()
 		think := 2 * t.Work
 		if errors.Is(err, steps.ErrBusy) {
@@ -179,6 +220,10 @@ func (l *Live) watchStuck() {
 // Stage is the session's stage: the moves the lab's fault keys play on its holder, under the
 // session's long-stop.
 func (l *Live) Stage() *Stage { return l.stage }
+
+// Halt tells the session to end, without waiting for it (Stop waits): a Quiet under way stops
+// waiting, and buyers place no new order.
+func (l *Live) Halt() { l.cancel() }
 
 // Stop ends the session: buyers finish, every process stops, and the report of the whole
 // session is returned (judged against every kind: a live session is not one scenario).

@@ -23,11 +23,11 @@ import (
 // within ten TTLs what its scenario's cell of the matrix says, among the kinds the scenario judges:
 // the key plays the scenario's own move. In virtual time on the embedded backend.
 //
-// One difference is the lock's, not the key's: a fair queue (14, 16) failed over while buyers
-// wait in its line keeps them behind the stricken holder — the line the replica has still names it
-// first — until its lease guard, renewing on the promoted node, finds the lock gone and stops its
-// order. With two buyers the line is empty at the failover, and the key breaks them as the
-// scenario does.
+// A fair queue (14, 16) failed over while buyers wait in its line keeps them behind the stricken
+// holder — the line the replica has still names it first — until its lease guard, renewing on the
+// promoted node, finds the lock gone and stops its order: the failover key first lets the line
+// drain (Scenario.Quiet), as its scenario fails over a lock nobody waits for, and breaks them at
+// five buyers too.
 //
 // By default each key is pressed on a sample of steps: the first whose cell it breaks, the last
 // whose cell it breaks, and the first after that it does not (about 30 sessions); LAB_LIVE=all
@@ -44,10 +44,7 @@ func TestLiveKeysBreakAsTheMatrix(t *testing.T) {
 				if !all && !sampled(st, sc) {
 					continue
 				}
-				buyers := 5
-				if sc.Name == steps.Failover && (st.Slug == "14_fair" || st.Slug == "16_fencing") {
-					buyers = 2
-				}
+				buyers := 5 // the lab's default
 				// A second request makes two calls of one Locker at once: steps 06–10 hold a
 				// sync.Mutex across their Redis calls, which a testing/synctest bubble cannot
 				// see through (its clock would stop), so that key plays on the wall clock.

@@ -65,6 +65,9 @@ type Scenario struct {
 	Lockless         string
 	// NeedsHolder is false for a key that arms a move for whoever comes next (a failover).
 	NeedsHolder bool
+	// Quiet: the key holds new orders until none is under way, arms its move, then lets them come
+	// again one after another (arena.Live.Quiet), as its scenario stages a lock nobody waits for.
+	Quiet bool
 }
 
 var all []*Scenario
@@ -257,7 +260,13 @@ func Press(l *arena.Live, sc *Scenario) (int, error) {
 			return 0, arena.ErrNoHolder
 		}
 	}
-	if err := sc.Press(s, h); err != nil {
+	press := func() error { return sc.Press(s, h) }
+	if sc.Quiet {
+		cap := 6 * l.Arena().Timing().TTL
+		if err := l.Quiet(cap, press); err != nil {
+			return 0, err
+		}
+	} else if err := press(); err != nil {
 		return 0, err
 	}
 	if h == nil {

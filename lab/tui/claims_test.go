@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/picture"
+	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
@@ -38,7 +39,7 @@ func TestScreenClaims(t *testing.T) {
 		{"docs/curriculum.md", "At 100 × 30 the arena shows the lanes of five buyers, the whole legend", checkAt100x30},
 		{"docs/handout.md", "the legend under it names every glyph and mark the step can draw when the screen has room (at 100 × 30, five buyers and the legend fit", checkLegendNamesEveryMark},
 		{"README.md", "(at most 6 × TTL; 4 × for unlock-race)", checkMoveCaps},
-		{"docs/curriculum.md", "press `f` on a live holder with two buyers (`-` until two lanes are left", checkTwoBuyers},
+		{"docs/curriculum.md", "press `f` on the live buyers: new orders wait until the ones under way are done", checkFailoverWaits},
 	} {
 		b, err := os.ReadFile(filepath.Join("..", "..", c.file))
 		if err != nil {
@@ -93,7 +94,12 @@ func checkTabOpensTheDiff(t *testing.T) {
 
 // arenaWith is step 4's live arena with n buyers, one inside, at w × h.
 func arenaWith(t *testing.T, n, w, h int) string {
-	m := liveArena(t, course.ByNumber(catalog.Steps, 4))
+	return arenaOn(t, course.ByNumber(catalog.Steps, 4), n, w, h)
+}
+
+// arenaOn is step i's live arena with n buyers at w×h.
+func arenaOn(t *testing.T, i, n, w, h int) string {
+	m := liveArena(t, i)
 	for b := 1; b <= n; b++ {
 		m.ar.apply(referee.Event{At: time.Millisecond, Kind: referee.EvStart, Buyer: b})
 	}
@@ -104,7 +110,12 @@ func arenaWith(t *testing.T, n, w, h int) string {
 
 // legendShown counts the lines of v that are lines of the legend at width w.
 func legendShown(t *testing.T, v string, w int) (shown, all int) {
-	m := liveArena(t, course.ByNumber(catalog.Steps, 4))
+	return legendShownOn(t, course.ByNumber(catalog.Steps, 4), v, w)
+}
+
+// legendShownOn is legendShown on step i's arena.
+func legendShownOn(t *testing.T, i int, v string, w int) (shown, all int) {
+	m := liveArena(t, i)
 	legend := legendLines(w, m.ar)
 	for _, l := range legend {
 		if strings.Contains(v, l) {
@@ -117,7 +128,7 @@ func legendShown(t *testing.T, v string, w int) (shown, all int) {
 // lanesShown tells whether v draws a lane for each of buyers 1…n.
 func lanesShown(v string, n int) bool {
 	for b := 1; b <= n; b++ {
-		if !regexp.MustCompile(`(?m)^b` + strconv.Itoa(b) + ` +[█·]`).MatchString(v) {
+		if !regexp.MustCompile(`(?m)^b` + strconv.Itoa(b) + ` +[█·░]`).MatchString(v) {
 			return false
 		}
 	}
@@ -144,9 +155,11 @@ func checkAt80x24(t *testing.T) {
 }
 
 func checkAt100x30(t *testing.T) {
-	v := arenaWith(t, 5, 100, 30)
-	if shown, all := legendShown(t, v, 100); !lanesShown(v, 5) || shown != all {
-		t.Errorf("100 × 30, five buyers: want every lane and the whole legend (%d of %d lines shown):\n%s", shown, all, v)
+	for i, st := range catalog.Steps { // every step: a quorum's node lanes too
+		v := arenaOn(t, i, 5, 100, 30)
+		if shown, all := legendShownOn(t, i, v, 100); !lanesShown(v, 5) || shown != all {
+			t.Errorf("%s at 100 × 30, five buyers: want every lane and the whole legend (%d of %d lines shown):\n%s", st.Slug, shown, all, v)
+		}
 	}
 }
 
@@ -188,19 +201,25 @@ func checkMoveCaps(t *testing.T) {
 	}
 }
 
-// checkTwoBuyers: the live keys' test in internal/scenario presses f on 14 and 16 with two
-// buyers, and five on every other step: the claim is that test's finding (see its comment).
-func checkTwoBuyers(t *testing.T) {
+// checkFailoverWaits: the live keys' test in internal/scenario presses f at the lab's default
+// buyers on every step it samples (14 and 16 included), and the failover key is the one that
+// holds new orders first (Scenario.Quiet).
+func checkFailoverWaits(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "scenario", "live_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`buyers := 5\s+if sc.Name == steps.Failover && \(st.Slug == "14_fair" \|\| st.Slug == "16_fencing"\) \{\s+buyers = 2`).Match(b) {
-		t.Errorf("TestLiveKeysBreakAsTheMatrix no longer presses f on 14 and 16 with two buyers: the curriculum's advice needs its evidence again")
+	if !regexp.MustCompile(`buyers := 5 // the lab's default`).Match(b) || regexp.MustCompile(`buyers = 2`).Match(b) {
+		t.Errorf("TestLiveKeysBreakAsTheMatrix no longer presses every key at five buyers: the curriculum's claim needs its evidence again")
 	}
 	m := newModel(Options{offline: true, Stock: 100})
 	defer m.shutdown()
 	if m.buyers != 5 {
-		t.Errorf("a live session starts with %d buyers, not five: the curriculum says - three times", m.buyers)
+		t.Errorf("a live session starts with %d buyers, not five", m.buyers)
+	}
+	for _, sc := range scenario.Keyed() {
+		if sc.Quiet != (sc.Name == steps.Failover) {
+			t.Errorf("%s: Quiet %v", sc.Name, sc.Quiet)
+		}
 	}
 }

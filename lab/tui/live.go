@@ -65,6 +65,9 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 			return nil
 		}
 		m.msg = fmt.Sprintf("%s → … (waiting up to a TTL for a holder)", sc.Name)
+		if sc.Quiet {
+			m.msg = fmt.Sprintf("%s → … new orders wait until those under way are done, so that the lock is taken free, with nobody in line, as in the scenario", sc.Name)
+		}
 		s, within, quorum := m.sess, m.timing().TTL, m.ar.multi()
 		return func() tea.Msg {
 			who, err := s.inject(sc, within)

@@ -81,7 +81,12 @@ func (a *board) lockLine(w int) string {
 		parts = append(parts, "not read yet")
 	case st.Held:
 		who := "held (its taker not seen yet)"
-		if st.Owner != 0 {
+		switch {
+		case st.Owner != 0 && a.owner == 0 && a.pic.Holds(st.Owner) == 0:
+			// a key no hold has: its Lock wrote it and never said yes (a lost reply). The lane
+			// draws holds, so it shows none: say why, not "owner"
+			who = sWarn.Render(fmt.Sprintf("held by %s's write, though its Lock never said yes: nobody knows it holds it (the lane shows no hold)", a.buyerName(st.Owner)))
+		case st.Owner != 0:
 			who = "owner " + a.buyerName(st.Owner)
 		}
 		ttl := fmt.Sprintf("TTL %.2fs left", st.TTL.Seconds())

@@ -67,6 +67,9 @@ func (s *session) readLock(ctx context.Context, r *lockReading, quorum bool) boo
 // stop ends everything the session started; it may block (orders finishing), so the model runs
 // it in the background.
 func (s *session) stop() {
+	if s.live != nil {
+		s.live.Halt() // a key waiting for the orders under way (the failover's) stops waiting
+	}
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
