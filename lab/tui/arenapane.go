@@ -84,7 +84,7 @@ func (p *arenaPane) View() string {
 	}
 	// What must be on screen, then what fills the room left, in this order: every buyer lane,
 	// a quorum's node lines (its node lanes draw the same story), a few log lines, the lock
-	// server's line, the claim, the legend, the rest of the log.
+	// server's line, the legend, the claim, the rest of the log.
 	status := p.statusLines(w)
 	first, latest := a.verdict()
 	inv := a.invariantLines(w, first, latest)
@@ -120,13 +120,7 @@ func (p *arenaPane) View() string {
 	if free > 0 && !topoNeeded && !a.multi() {
 		showTopo, free = true, free-1
 	}
-	claim := wrap(sDim.Render(s.step().Claim), w)
-	switch {
-	case free >= len(claim):
-		showClaim, free = true, free-len(claim)
-	case free > 0:
-		showClaim, free, claim = true, free-1, []string{sDim.Render(ansi.Truncate(s.step().Claim, w, "…"))}
-	}
+	// the legend before the claim: the claim is on the picker, the legend says what is drawn here
 	legend := legendLines(w, a)
 	legendN := 0
 	switch {
@@ -136,6 +130,13 @@ func (p *arenaPane) View() string {
 		legendN = 1
 	}
 	free -= legendN
+	claim := wrap(sDim.Render(s.step().Claim), w)
+	switch {
+	case free >= len(claim):
+		showClaim, free = true, free-len(claim)
+	case free > 0:
+		showClaim, free, claim = true, free-1, []string{sDim.Render(ansi.Truncate(s.step().Claim, w, "…"))}
+	}
 	logN := max(0, min(free+logMin-1, len(a.log))) // the LOG title takes a line
 
 	var out []string

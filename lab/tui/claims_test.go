@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
@@ -104,6 +105,17 @@ func arenaOn(t *testing.T, i, n, w, h int) string {
 		m.ar.apply(referee.Event{At: time.Millisecond, Kind: referee.EvStart, Buyer: b})
 	}
 	m.ar.apply(referee.Event{At: 2 * time.Millisecond, Kind: referee.EvEnter, Buyer: 1, Stock: 100, Granted: true})
+	// what a session shows a little later: a first violation of two lines, and on a quorum the
+	// LOCK line per node
+	m.ar.apply(referee.Event{At: 3 * time.Millisecond, Kind: referee.EvViolation, Viol: steps.Starved, Buyer: 3,
+		Sentence: "buyer 3 waited inside Lock while buyers that asked after it got the lock 5 times, and more words to wrap"})
+	if m.ar.multi() {
+		nodes := make([]arena.LockState, len(m.ar.nodes))
+		for i := range nodes {
+			nodes[i] = arena.LockState{Held: true, Owner: 1, TTL: time.Second, Value: "x"}
+		}
+		m.ar.setLock(lockReading{st: nodes[0], nodes: nodes, at: 3 * time.Millisecond})
+	}
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	return m.View()
 }
