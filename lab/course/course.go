@@ -116,8 +116,11 @@ type Handoff struct {
 	// -1 otherwise.
 	Base int
 	// Like is, for the learner's own lock, the step of the line it broke like (likeOf; the fix is
-	// sought after it), -1 otherwise.
-	Like int
+	// sought after it), -1 otherwise. Only a grade, which knows the lock's whole row, names it
+	// (Named): the terminal lab knows one cell, and "as step 15 does" of a copy of 09 there said
+	// another step than the grade's "as step 9 does".
+	Like  int
+	Named bool
 }
 
 // NewHandoff works out the hand-off after all[i] broke with kinds under sc; learner is the
@@ -134,7 +137,7 @@ func NewHandoffNear(all []*steps.Step, i int, sc steps.Scenario, kinds []steps.K
 		// The learner's own lock is on no line: it broke as a step that breaks with every one of
 		// these kinds under sc, and the fix is sought after that one (likeOf).
 		h.Next = -1
-		h.Like = likeOf(all, near, sc, kinds)
+		h.Like, h.Named = likeOf(all, near, sc, kinds), near >= 0
 	}
 	if h.Next >= 0 {
 		for _, k := range kinds {
@@ -247,7 +250,7 @@ func (h *Handoff) say(all []*steps.Step, keys bool) string {
 		return s + "."
 	}
 	var parts []string
-	if h.Like >= 0 {
+	if h.Like >= 0 && h.Named {
 		lk := all[h.Like]
 		parts = append(parts, fmt.Sprintf("under %s it breaks as %s (%s) does", h.Scenario, Name(lk), lk.Title))
 	}

@@ -104,3 +104,20 @@ func TestHandoffFromTheCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestACopyIsItsStepBySource: the terminal lab's way on for a copy of 09 starts from 09, found by
+// its source, as lab grade's starts from 09, found by its row: under greedy, "as step 9 does" and
+// step 14, not "as step 15 does" and step 16.
+func TestACopyIsItsStepBySource(t *testing.T) {
+	st9, _ := catalog.Find("09")
+	mine := LearnerStep("steps/mine", 1, st9.New, st9.Order, st9.Source, nil)
+	all := append(slices.Clone(catalog.Steps), mine)
+	near := NearestBySource(all, mine)
+	if near < 0 || all[near] != st9 {
+		t.Fatalf("a copy of 09 is nearest %v by its source", near)
+	}
+	s := NewHandoffNear(all, len(all)-1, steps.Greedy, []steps.Kind{steps.Starved}, mine, near).Sentence(all)
+	if !strings.Contains(s, "it breaks as step 9 (") || !strings.Contains(s, "the fix is step 14 (") {
+		t.Errorf("a copy of 09 under greedy: %q", s)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"slices"
+	"strings"
 
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -34,4 +35,73 @@ func LearnerStep(slug string, nodes int, newFn func(steps.Proc) steps.Locker,
 		st.Claim = "Note: " + s + ". " + st.Claim
 	}
 	return st
+}
+
+// NearestBySource is the index in all of the step whose source is nearest learner's: the fewest
+// lines of its files (by name) that one has and the other does not; -1 when none shares a file.
+// The terminal lab knows no row of a learner's lock (lab grade does): where its way on needs the
+// step the lock grew from, a copy of 09 is 09 by its lines, as its grade finds it by its row.
+func NearestBySource(all []*steps.Step, learner *steps.Step) int {
+	if learner == nil || learner.Source == nil {
+		return -1
+	}
+	mine := sourceLines(learner.Source)
+	best, bestN := -1, 0
+	for i, st := range all {
+		if st == learner || st.Source == nil {
+			continue
+		}
+		theirs := sourceLines(st.Source)
+		n, shared := 0, false
+		for name, ls := range mine {
+			t, ok := theirs[name]
+			if !ok {
+				continue
+			}
+			shared = true
+			n += lineDistance(ls, t)
+		}
+		if shared && (best < 0 || n < bestN) {
+			best, bestN = i, n
+		}
+	}
+	return best
+}
+
+// sourceLines is each Go or Lua file of src, its lines trimmed, by name.
+func sourceLines(src fs.FS) map[string][]string {
+	out := map[string][]string{}
+	entries, _ := fs.ReadDir(src, ".")
+	for _, e := range entries {
+		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), ".lua")) || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		b, err := fs.ReadFile(src, e.Name())
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				out[e.Name()] = append(out[e.Name()], l)
+			}
+		}
+	}
+	return out
+}
+
+// lineDistance is how many lines a has that b does not, and b that a does not, counted as
+// multisets.
+func lineDistance(a, b []string) int {
+	count := map[string]int{}
+	for _, l := range a {
+		count[l]++
+	}
+	for _, l := range b {
+		count[l]--
+	}
+	n := 0
+	for _, c := range count {
+		n += max(c, -c)
+	}
+	return n
 }

@@ -314,7 +314,8 @@ func (m *model) finishBreak(rep *referee.Report, err error) {
 	case err != nil:
 		m.msg = "the scenario failed: " + err.Error()
 	case len(rep.Violations) > 0:
-		m.handoff = course.NewHandoff(m.steps, m.cur, m.ar.scenario, rep.Violations, m.learner)
+		// a learner's lock has no row here: its way on starts from the step its source is nearest
+		m.handoff = course.NewHandoffNear(m.steps, m.cur, m.ar.scenario, rep.Violations, m.learner, course.NearestBySource(m.steps, m.learner))
 		m.msg = fmt.Sprintf("%s broke under %s", course.Name(st), m.ar.scenario)
 	case !rep.Complete():
 		m.msg = fmt.Sprintf("%s under %s: no verdict — the referee could not judge %s", course.Name(st), m.ar.scenario, course.KindList(rep.Unjudged))
