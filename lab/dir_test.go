@@ -45,8 +45,8 @@ func regexpLine(s, re string) bool {
 
 // TestTmuxDir opens the real lab with -dir on a copy of step 13: the learner's lock is the
 // picker's last line, its arena runs live buyers through it, b finds a scenario that breaks it
-// (a copy of 13 breaks, it is not "unbreakable") and names the step that clears it, and q gives
-// the terminal back.
+// (a copy of 13 breaks, it is not "unbreakable"), says it breaks as step 13 (its source is 13's,
+// as its grade's row is) and names the step that clears it, and q gives the terminal back.
 func TestTmuxDir(t *testing.T) {
 	t.Parallel() // grade builds and runs a binary of its own
 	needTmux(t)
@@ -68,7 +68,7 @@ func TestTmuxDir(t *testing.T) {
 	l.waitFor(20*time.Second, "▶ live buyers", "LOCK owner buyer")
 	l.send("b")
 	l.waitFor(time.Minute, "breaks under pause")
-	l.waitFor(time.Minute, "✗ "+slug+" broke.", "Under pause it breaks as step 15 (", "16 step 16: clears oversold", "17 step 17: the fix")
+	l.waitFor(time.Minute, "✗ "+slug+" broke.", "Under pause it breaks as step 13 (", "16 step 16: clears oversold", "17 step 17: the fix")
 	l.send("q")
 	l.waitFor(30*time.Second, "LAB-EXITED=0")
 }

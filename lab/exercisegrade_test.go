@@ -29,7 +29,7 @@ type graded struct {
 }
 
 // exerciseGrades are the answers graded, by folder from the module's root
-// ("lab/testdata/answers/m2_lease"), for the tests that ask until TestExercises has read them: each
+// ("trainer/answers/m2_lease"), for the tests that ask until TestExercises has read them: each
 // round of go test -count grades them again.
 var exerciseGrades struct {
 	sync.Mutex

@@ -18,13 +18,13 @@ import (
 )
 
 // The exercises of docs/curriculum.md, one per module, each with its answer: a folder of Go under
-// lab/testdata/answers that a trainer grades with go run ./lab grade lab/testdata/answers/NAME. Each answer
+// trainer/answers that a trainer grades with go run ./lab grade trainer/answers/NAME. Each answer
 // promises a row of the matrix; TestExercises grades every answer as lab grade does and holds it
 // to that row, cell for cell, and TestDocumentedCommands checks what the curriculum says of each
 // grade against the same grading (gradeExercise).
 
 // exerciseDir is where the answers live, from the module's root.
-const exerciseDir = "lab/testdata/answers"
+const exerciseDir = "trainer/answers"
 
 // exercise is one exercise: its answer, the folder a learner starts from, and the row it
 // promises as lab grade -want reads it (grading.ParseTarget): a step's row, and the cells where
@@ -153,7 +153,7 @@ func gradeExercise(t *testing.T, args []string) (string, error) {
 
 // TestExercises grades every answer of the curriculum's exercises and holds it to the row it
 // promises, cell for cell: the verdict of each scenario, which cells have none, the grade's exit
-// status, and the step grade says the row is like. Every folder under lab/testdata/answers is an
+// status, and the step grade says the row is like. Every folder under trainer/answers is an
 // answer listed here, and the curriculum shows how to grade each.
 func TestExercises(t *testing.T) {
 	t.Parallel() // it builds and runs a grader of its own
