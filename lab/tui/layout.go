@@ -54,7 +54,7 @@ func footer(w int, rows ...[]key.Binding) string {
 				continue
 			}
 			h := b.Help()
-			item := sKey.Render(h.Key) + " " + sDim.Render(h.Desc)
+			item := paint(&sKey, h.Key) + " " + paint(&sDim, h.Desc)
 			iw := ansi.StringWidth(h.Key) + 1 + ansi.StringWidth(h.Desc)
 			if curW > 0 && curW+2+iw > w {
 				out = append(out, cur)
