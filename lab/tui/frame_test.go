@@ -132,7 +132,7 @@ func TestIdleHoldsTheBuyers(t *testing.T) {
 	if send(l, tickMsg{gen: l.m.gen}) != nil {
 		t.Error("a tick was asked for while held")
 	}
-	if !live.Paused() || !strings.Contains(l.m.msg, "held: no key for 1m0s") || !told[len(told)-1].Away {
+	if !live.Paused() || !strings.Contains(l.m.msg, "held: no key for 1m,") || !told[len(told)-1].Away {
 		t.Fatalf("not held after IdlePause: paused %v, msg %q, told %+v", live.Paused(), l.m.msg, told[len(told)-1])
 	}
 	if cmd := send(l, keyMsg("x")); cmd == nil {

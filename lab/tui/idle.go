@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/lab/course"
 )
 
 // idler holds the lab while nobody presses a key (Options.IdlePause): the live buyers place no
@@ -43,7 +44,7 @@ func (i *idler) hold(m *model) {
 	if s := m.sess; s != nil && s.live != nil && !m.paused {
 		s.live.SetPaused(true)
 	}
-	m.msg = fmt.Sprintf("held: no key for %s, so the buyers wait and the clock stops — press any key to go on", m.opt.IdlePause.Round(time.Second))
+	m.msg = fmt.Sprintf("held: no key for %s, so the buyers wait and the clock stops — press any key to go on", course.Span(m.opt.IdlePause.Round(time.Second)))
 }
 
 // back lets the live buyers go on (unless the learner held them) and starts the clock again.
