@@ -110,7 +110,7 @@ func (g *guard) wrap(c tea.Cmd) tea.Cmd {
 	}
 }
 
-// String is the panic in one line, for the trainer's log.
+// describe is a panic in one line, for the trainer's log.
 func describe(v any) string {
 	s := fmt.Sprint(v)
 	if len(s) > 120 {
