@@ -46,6 +46,74 @@ func BenchmarkRoom(b *testing.B) {
 	}
 }
 
+// BenchmarkRoomHeld is the same room of 30 whose learners have all stopped pressing keys: each
+// lab holds its buyers after -pause 3s. Reported: the server's CPU and each learner's frames a
+// second over 10 s once every lab is held.
+//
+//	go test -run '^$' -bench RoomHeld -benchtime 1x ./lab/serve/
+func BenchmarkRoomHeld(b *testing.B) {
+	if runtime.GOOS != "linux" {
+		b.Skip("reads the server's CPU and memory from /proc")
+	}
+	const n = 30
+	srv, addr := startLab(b, buildLab(b), "-pause", "3s")
+	terms := openTerms(b, addr, n)
+	for _, t := range terms {
+		if _, err := t.wait("held: no key for 3s"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(2 * time.Second) // the orders under way when the hold came finish
+	b.ResetTimer()
+	for range b.N {
+		cpu0, frames0, at0 := procCPU(b, srv.Process.Pid), countFrames(terms), time.Now()
+		time.Sleep(10 * time.Second)
+		wall := time.Since(at0)
+		fps := 0.0
+		for i, f := range countFrames(terms) {
+			fps = max(fps, float64(f-frames0[i])/wall.Seconds())
+		}
+		b.ReportMetric((procCPU(b, srv.Process.Pid)-cpu0).Seconds()/wall.Seconds(), "cpu-cores-held")
+		b.ReportMetric(fps, "fps-max")
+	}
+	rss, _ := procMem(b, srv.Process.Pid)
+	b.ReportMetric(float64(rss)/(1<<20), "rss-MB")
+	b.Logf("load average %s", loadavg())
+}
+
+// openTerms brings n learners into the room at addr, each on step 4's live buyers.
+func openTerms(b *testing.B, addr string, n int) []*benchTerm {
+	terms := make([]*benchTerm, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range terms {
+		wg.Go(func() {
+			t, err := openBenchTerm(addr, fmt.Sprintf("learner%02d", i+1))
+			if err != nil {
+				errs <- err
+				return
+			}
+			terms[i] = t
+			errs <- t.openStep4()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	b.Cleanup(func() {
+		for _, t := range terms {
+			if t != nil {
+				t.client.Close()
+			}
+		}
+	})
+	for err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return terms
+}
+
 // benchRoom is a room of learners on lab serve, each with step 4's live buyers on screen.
 type benchRoom struct {
 	srv   *exec.Cmd
@@ -58,36 +126,10 @@ type benchRoom struct {
 // openRoom starts lab serve, brings n learners in, opens step 4 on each, and measures the
 // frames each receives and the server's CPU over 10 s while nobody presses a key.
 func openRoom(b *testing.B, bin string, n int) *benchRoom {
-	r := &benchRoom{terms: make([]*benchTerm, n)}
+	r := &benchRoom{}
 	var addr string
 	r.srv, addr = startLab(b, bin)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range r.terms {
-		wg.Go(func() {
-			t, err := openBenchTerm(addr, fmt.Sprintf("learner%02d", i+1))
-			if err != nil {
-				errs <- err
-				return
-			}
-			r.terms[i] = t
-			errs <- t.openStep4()
-		})
-	}
-	wg.Wait()
-	close(errs)
-	b.Cleanup(func() {
-		for _, t := range r.terms {
-			if t != nil {
-				t.client.Close()
-			}
-		}
-	})
-	for err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	r.terms = openTerms(b, addr, n)
 	r.restock(b)
 	time.Sleep(5 * time.Second) // the buyers under way, the Go runtime warmed
 	cpu0, frames0, sold0, at0 := procCPU(b, r.srv.Process.Pid), countFrames(r.terms), countSold(r.terms), time.Now()
@@ -177,13 +219,14 @@ func buildLab(b *testing.B) string {
 }
 
 // startLab starts lab serve on a free loopback port, 8 buyers a lab and 1000 units on its shelf,
-// no hold and no idle end,
+// no hold and no idle end (unless flags, added last, say),
 // and stops it with Ctrl-C's signal at the end; its stdout (the room's log, off a terminal) is
 // read all along.
-func startLab(b *testing.B, bin string) (*exec.Cmd, string) {
+func startLab(b *testing.B, bin string, flags ...string) (*exec.Cmd, string) {
 	dir := b.TempDir()
-	cmd := exec.Command(bin, "serve", "-addr", "127.0.0.1:0", "-buyers", "8", "-pause", "0", "-idle", "0", "-max", "1000",
-		"-stock", "1000", "-hostkey", filepath.Join(dir, "hostkey"))
+	args := append([]string{"serve", "-addr", "127.0.0.1:0", "-buyers", "8", "-pause", "0", "-idle", "0", "-max", "1000",
+		"-stock", "1000", "-hostkey", filepath.Join(dir, "hostkey")}, flags...)
+	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -233,7 +276,7 @@ type benchTerm struct {
 	sold   atomic.Int64 // the orders confirmed, as the SHOP line last said
 
 	mu     sync.Mutex
-	seen   []byte        // what came since the probe's key, its last 4 KB
+	seen   []byte        // what came since the probe's key, its last 64 KB
 	want   string        // the probe's answer
 	found  chan struct{} // closed when it came
 	ended  chan struct{}
@@ -295,8 +338,8 @@ func (t *benchTerm) read(r io.Reader) {
 				close(t.found)
 				t.found = nil
 			}
-			if len(t.seen) > 4096 {
-				t.seen = append(t.seen[:0], t.seen[len(t.seen)-4096:]...)
+			if len(t.seen) > 64<<10 {
+				t.seen = append(t.seen[:0], t.seen[len(t.seen)-64<<10:]...)
 			}
 			t.mu.Unlock()
 		}
@@ -317,6 +360,24 @@ func (t *benchTerm) probe(key, want string) (time.Duration, error) {
 	if _, err := io.WriteString(t.in, key); err != nil {
 		return 0, err
 	}
+	return t.until(found, start, key, want)
+}
+
+// wait waits until want is drawn, in what came since the last probe (its last 64 KB) or after,
+// within longStop.
+func (t *benchTerm) wait(want string) (time.Duration, error) {
+	found := make(chan struct{})
+	t.mu.Lock()
+	t.want, t.found = want, found
+	if bytes.Contains(t.seen, []byte(want)) {
+		close(found)
+		t.found = nil
+	}
+	t.mu.Unlock()
+	return t.until(found, time.Now(), "", want)
+}
+
+func (t *benchTerm) until(found chan struct{}, start time.Time, key, want string) (time.Duration, error) {
 	select {
 	case <-found:
 		return time.Since(start), nil

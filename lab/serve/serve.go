@@ -24,6 +24,7 @@ import (
 	bm "github.com/charmbracelet/wish/bubbletea"
 	"github.com/lockstep-lab/lockstep/lab/tui"
 	"github.com/muesli/termenv"
+	"github.com/redis/go-redis/v9"
 	gossh "golang.org/x/crypto/ssh"
 )
 
@@ -55,7 +56,8 @@ type Server struct {
 
 // New makes the room's server. Hazard: the lab's styles are drawn with lipgloss's one global
 // renderer, which New sets to 256 colours for every program in this process; each learner's
-// output is brought down to what their terminal shows (colour.go).
+// output is brought down to what their terminal shows (colour.go). And go-redis's one logger
+// is silenced for the process.
 func New(c Config) (*Server, error) {
 	if c.Room == nil {
 		c.Room = NewRoom(nil)
@@ -94,8 +96,15 @@ func New(c Config) (*Server, error) {
 	}
 	s.srv = srv
 	lipgloss.SetColorProfile(termenv.ANSI256)
+	redis.SetLogger(quiet{})
 	return s, nil
 }
+
+// quiet is go-redis's logger in lab serve: its lines ("connection pool: failed to dial", as a
+// lab's Redis stops under its buyers) went to stderr, over the trainer's table.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // Fingerprint is the host key's SHA256 fingerprint, as ssh shows it on a first connection.
 func (s *Server) Fingerprint() string {
