@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/lab/page"
+	"github.com/lockstep-lab/lockstep/lab/serve"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -34,6 +36,7 @@ type classRow struct {
 	// none; misses are the cells of theirs that are not the target's.
 	want   *grading.Target
 	misses []grading.Miss
+	like   string // the catalog's row theirs is, or is nearest: "step 4's row", "nearest step 4's row"
 }
 
 // met says whether r met its target: "met", "not met", or "" with no target.
@@ -51,11 +54,13 @@ func (r classRow) met() string {
 // nearest rows: exit 0, or 1 when a saved verdict is not what its history is judged to again,
 // or 2 on bad input (a file that is no grade).
 func classCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("class", "lab class [-html FILE] GRADE…\n\n"+
+	fs := newFlags("class", "lab class [-html FILE] GRADE|ROOM…\n\n"+
 		"Puts a room's grades in one table: every learner's row beside the catalog's rows nearest\n"+
 		"them. Each GRADE is a file lab grade -name NAME -save FILE wrote, or a page lab grade -html\n"+
-		"wrote; every run in it is judged again from its history, offline. Exit 0 when every verdict\n"+
-		"is the one its run earned when played, 1 when one differs, 2 on bad input.", stderr)
+		"wrote; every run in it is judged again from its history, offline. A ROOM is a file lab serve\n"+
+		"-save kept: its learners are listed after the grades (step, faults pressed, breaks seen), each\n"+
+		"beside their grade when one has their name (-html draws the grades only). Exit 0 when every\n"+
+		"verdict is the one its run earned when played, 1 when one differs, 2 on bad input.", stderr)
 	html := fs.String("html", "", "write the table as one self-contained page to this file")
 	var files []string
 	rest := args
@@ -72,7 +77,12 @@ func classCmd(args []string, stdout, stderr io.Writer) error {
 		return usageError("class needs the learners' saved grades: lab class alice.json bob.json (see -h)")
 	}
 	var rows []classRow
+	var rooms []string
 	for _, f := range files {
+		if isRoom(f) {
+			rooms = append(rooms, f)
+			continue
+		}
 		r, err := readClassRow(f)
 		if err != nil {
 			return err
@@ -90,14 +100,24 @@ func classCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		rows = append(rows, r)
 	}
-	cells, words := classTable(rows)
-	fmt.Fprint(stdout, renderMatrix(cells))
-	fmt.Fprintln(stdout)
-	for _, w := range words {
-		fmt.Fprintln(stdout, w)
+	if *html != "" && len(rows) == 0 {
+		return usageError("-html draws the grades, and %s holds none: lab class prints a room without -html", strings.Join(files, ", "))
 	}
-	if *html != "" {
-		if err := page.Write(*html, classPage(rows, cells), savedRuns{Lockstep: "runs"}); err != nil {
+	if len(rows) > 0 {
+		cells, words := classTable(rows)
+		fmt.Fprint(stdout, renderMatrix(cells))
+		fmt.Fprintln(stdout)
+		for _, w := range words {
+			fmt.Fprintln(stdout, w)
+		}
+		if *html != "" {
+			if err := page.Write(*html, classPage(rows, cells), savedRuns{Lockstep: "runs"}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range rooms {
+		if err := printRoom(stdout, f, rows); err != nil {
 			return err
 		}
 	}
@@ -179,7 +199,7 @@ func readClassRow(file string) (classRow, error) {
 // saying which step their row is, or is nearest, and where it differs.
 func classTable(rows []classRow) (cells []cell, words []string) {
 	var near []*steps.Step
-	for _, r := range rows {
+	for i, r := range rows {
 		cells = append(cells, r.row...)
 		all := grading.NearestRows(catalog.Steps, r.row)
 		if len(all) == 0 {
@@ -192,7 +212,9 @@ func classTable(rows []classRow) (cells []cell, words []string) {
 			}
 		}
 		w := fmt.Sprintf("%s (%s): ", r.name, r.slug)
+		rows[i].like = fmt.Sprintf("nearest %s's row", course.Name(best.Step))
 		if len(best.Diff) == 0 {
+			rows[i].like = fmt.Sprintf("%s's row", course.Name(best.Step))
 			w += fmt.Sprintf("%s's row (%s)", course.Name(best.Step), best.Step.Title)
 		} else {
 			w += fmt.Sprintf("nearest %s's row (%s), but under %s", course.Name(best.Step), best.Step.Title, strings.Join(best.Diff, ", "))
@@ -257,4 +279,36 @@ func classPage(rows []classRow, cells []cell) page.Data {
 		d.Rows[i].Note = "the catalog's row"
 	}
 	return d
+}
+
+// isRoom tells whether file is a room lab serve -save kept (and not a grade).
+func isRoom(file string) bool {
+	b, err := os.ReadFile(file)
+	return err == nil && serve.IsRoomFile(b)
+}
+
+// printRoom prints the room kept in file: every learner who came, the step they were on, the
+// last fault key they pressed and the breaks they saw, each beside the grade of their name
+// among rows, if there is one.
+func printRoom(w io.Writer, file string, rows []classRow) error {
+	f, err := serve.ReadFile(file)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	fmt.Fprintf(w, "\nThe room in %s (saved %s): %s\n", file, f.Saved.Local().Format("2006-01-02 15:04"), course.Count(len(f.Learners), "learner", "learners"))
+	graded := func(name string) string {
+		for _, r := range rows {
+			if r.name == name {
+				return filepath.Base(r.file) + ": " + r.like
+			}
+		}
+		return "–"
+	}
+	if len(rows) == 0 {
+		graded = nil
+	}
+	for _, l := range serve.Table(*f, f.Saved, 200, false, graded) {
+		fmt.Fprintln(w, l)
+	}
+	return nil
 }

@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
+	"github.com/lockstep-lab/lockstep/lab/serve"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
@@ -81,6 +83,16 @@ func TestGradeWantAndClass(t *testing.T) {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("the class's page has no %q", s)
 		}
+	}
+
+	// A room lab serve kept, read beside the grades: ada's row of the room says her grade.
+	room := writeRoom(t, files)
+	cls.Reset()
+	if err := run([]string{"class", saved, room}, &cls, &clsErr); err != nil {
+		t.Fatalf("lab class with a room: %v\n%s", err, cls.String())
+	}
+	if !regexpLine(cls.String(), `^ada +since .* ada\.json: step 4's row +04_atomic_ttl: overlap, oversold$`) || !regexpLine(cls.String(), `^bob .* – +–$`) {
+		t.Errorf("the room's learners are not beside their grades:\n%s", cls.String())
 	}
 
 	// The learner says slow passed: the history says it did not.
@@ -164,5 +176,48 @@ func TestClassBadInput(t *testing.T) {
 		if exitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("class %v: exit %d, %v; want 2 and one line with %q", tc.args, exitCode(err), err, tc.want)
 		}
+	}
+}
+
+// writeRoom writes a room file as lab serve -save keeps it: ada, who broke step 4, and bob.
+func writeRoom(t *testing.T, dir string) string {
+	at := time.Date(2026, 11, 28, 9, 30, 0, 0, time.Local)
+	f := serve.File{Lockstep: "room", Saved: at, Learners: []serve.Learner{
+		{Name: "ada", Since: at.Add(-time.Hour), Step: "04_atomic_ttl", Screen: "arena", Fault: "x crash", Key: at, Visits: 1,
+			Breaks: []serve.Break{{Step: "04_atomic_ttl", Kind: steps.Overlap, At: at}, {Step: "04_atomic_ttl", Kind: steps.Oversold, At: at}}},
+		{Name: "bob", Since: at.Add(-time.Hour), Left: at.Add(-time.Minute), Why: "left", Step: "02_setnx", Screen: "picker", Key: at, Visits: 1},
+	}}
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "room.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestClassReadsARoom: lab class of a room file alone lists its learners, their steps, the last
+// fault each pressed and the breaks they saw; -html of a room alone is bad input (exit 2).
+func TestClassReadsARoom(t *testing.T) {
+	room := writeRoom(t, t.TempDir())
+	var out, errw bytes.Buffer
+	if err := run([]string{"class", room}, &out, &errw); err != nil {
+		t.Fatalf("lab class room.json: %v\n%s", err, errw.String())
+	}
+	for _, re := range []string{`^The room in .*room\.json \(saved 2026-11-28 09:30\): 2 learners$`,
+		`^ada +since 08:30 +04_atomic_ttl +x crash +04_atomic_ttl: overlap, oversold$`,
+		`^bob +left 09:29 \(left\) +02_setnx +– +–$`} {
+		if !regexpLine(out.String(), re) {
+			t.Errorf("no line %s in:\n%s", re, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "| step |") {
+		t.Errorf("a room alone printed a table of grades:\n%s", out.String())
+	}
+	err := run([]string{"class", "-html", filepath.Join(t.TempDir(), "class.html"), room}, &out, &errw)
+	if exitCode(err) != 2 || strings.Contains(err.Error(), "\n") {
+		t.Errorf("-html of a room alone: exit %d, %v; want 2 and one line", exitCode(err), err)
 	}
 }

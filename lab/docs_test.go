@@ -146,8 +146,12 @@ func notHeadless(c docCmd) string {
 	if len(c.args) == 0 {
 		return "the bare lab is the terminal UI"
 	}
-	if strings.HasPrefix(c.args[0], "-") && !slices.ContainsFunc(c.args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+	help := slices.ContainsFunc(c.args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" })
+	if strings.HasPrefix(c.args[0], "-") && !help {
 		return "its flags open the terminal UI"
+	}
+	if c.args[0] == "serve" && !help {
+		return "lab serve serves the terminal lab until Ctrl-C (lab/serve's tests drive it over SSH)"
 	}
 	return ""
 }

@@ -12,6 +12,7 @@
 //	go run ./lab -dir steps/mine                  the terminal lab, your lock as the picker's last line
 //	go run ./lab -program found.json              the terminal lab on a program explore -save found
 //	go run ./lab class alice.json bob.json        a room's saved grades in one table (grade -name -save)
+//	go run ./lab serve                            the lab for a whole room over SSH (lab/serve)
 package main
 
 import (
@@ -78,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return exploreCmd(args[1:], stdout, stderr)
 		case "class":
 			return classCmd(args[1:], stdout, stderr)
+		case "serve":
+			return serveCmd(args[1:], stdout, stderr)
 		case "help":
 			return run([]string{"-h"}, stdout, stderr)
 		}

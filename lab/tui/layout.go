@@ -91,7 +91,7 @@ func footItems(bs []key.Binding, short bool) []footItem {
 		if s, ok := shortKeys[h.Desc]; ok && short {
 			h.Desc = s
 		}
-		out = append(out, footItem{sKey.Render(h.Key) + " " + sDim.Render(h.Desc), ansi.StringWidth(h.Key) + 1 + ansi.StringWidth(h.Desc)})
+		out = append(out, footItem{paint(&sKey, h.Key) + " " + paint(&sDim, h.Desc), ansi.StringWidth(h.Key) + 1 + ansi.StringWidth(h.Desc)})
 	}
 	return out
 }

@@ -60,6 +60,7 @@ func (m *model) liveIntent(in tea.Msg) tea.Cmd {
 		}
 	case injectFault:
 		sc := in.sc
+		m.pressed = sc.Key + " " + string(sc.Name)
 		if m.ar.shelf <= 0 && sc.NeedsHolder {
 			m.msg = fmt.Sprintf("%s: the shelf is sold out, so nobody orders and nothing can be hit — r restocks", sc.Name)
 			return nil

@@ -200,6 +200,7 @@ func (m *model) startLive() tea.Cmd {
 // whose row of the matrix nobody wrote (the learner's own) is searched for one first.
 func (m *model) startBreak() tea.Cmd {
 	st := m.step()
+	m.pressed = strings.TrimSpace("b " + string(st.BreakWith))
 	switch {
 	case m.isLearner(st):
 		return m.startSearch()

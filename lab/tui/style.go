@@ -80,6 +80,14 @@ func styleCodes(st *lipgloss.Style) (string, string) {
 	return c[0], c[1]
 }
 
+// paint is st.Render(s) for a short text of one line with no tab, from st's escape codes found
+// once (styleCodes): Render measures and pads its text, a fifth of a live arena's frame when the
+// footer's keys went through it.
+func paint(st *lipgloss.Style, s string) string {
+	pre, post := styleCodes(st)
+	return pre + s + post
+}
+
 var (
 	codesMu sync.Mutex
 	codes   = map[*lipgloss.Style][2]string{}

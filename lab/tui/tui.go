@@ -19,6 +19,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -41,8 +42,15 @@ type Options struct {
 	// shares says, a line each.
 	Learner *steps.Step
 	Shared  []string
-	offline bool          // tests: never open a backend
-	steps   []*steps.Step // tests: another catalog (nil: catalog.Steps)
+	// Watch, when set, is told what the learner does that a trainer watching the room wants to
+	// see (watch.go); lab serve sets it. Hazard: it is called on the program's goroutine, so it
+	// must return at once.
+	Watch func(Activity)
+	// IdlePause, when set, holds the live buyers' new orders after this long without a key, and
+	// stops the lab's clock, until the next key (idle.go).
+	IdlePause time.Duration
+	offline   bool          // tests: never open a backend
+	steps     []*steps.Step // tests: another catalog (nil: catalog.Steps)
 }
 
 // MaxBuyers is the most live buyers the arena takes.
@@ -52,10 +60,10 @@ const MaxBuyers = 50
 // it takes the terminal (the alternate screen); the caller checks the backend before, so a bad
 // one fails before the screen changes.
 func Run(o Options, stdout io.Writer) error {
-	m := newModel(o)
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithOutput(stdout))
+	lab, stop := New(o)
+	p := tea.NewProgram(lab, tea.WithAltScreen(), tea.WithOutput(stdout))
 	_, err := p.Run()
-	m.shutdown()
+	stop()
 	if errors.Is(err, tea.ErrProgramPanic) {
 		// Bubble Tea has restored the terminal and printed the trace.
 		return errors.New("the lab panicked (trace above); the terminal was restored")
@@ -114,6 +122,8 @@ type model struct {
 	quit   chan struct{}   // closed when the lab quits: a wait for a digit ends with it
 	// after is the fault that hit a buyer, until the status line has said what came of it
 	after *aftermath
+	// pressed is a fault key just pressed, for the watcher (watch.go): "x crash", "b slow"
+	pressed string
 
 	keys   globalKeys
 	picker *picker
