@@ -43,6 +43,9 @@ type Config struct {
 	// stalls it, as every run on a real server does (stallWatch): a caller that plays a stalled
 	// run again (scenario.Steady) sets it; the terminal lab, which people watch, does not.
 	WatchStalls bool
+	// Gate, when set, holds every command of a buyer as it leaves its process, until a driver
+	// lets it go (a drive session: the learner is the scheduler). Nil: commands go at once.
+	Gate Gate
 }
 
 // Arena is one run of one step: the shop's stock, the buyers' processes, the history of everything
@@ -65,6 +68,7 @@ type Arena struct {
 	prio     *priority   // the greedy scenario's head start
 	idle     *idleProbe  // the allowance of each idle gap
 	stalls   *stallWatch // on the wall clock: how long the machine stalled the run
+	gate     Gate        // a drive session's (Config.Gate), or nil
 
 	mu        sync.Mutex // guards what follows, procs and the orders
 	procs     []*process
@@ -113,6 +117,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		start:    time.Now(),
 		prio:     newPriority(len(cfg.Env.Nodes()), 4*cfg.Timing.TTL),
 		sig:      newSignals(),
+		gate:     cfg.Gate,
 	}
 	o := cfg.Env.InventoryOptions()
 	a.inv = redis.NewClient(o)

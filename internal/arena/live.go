@@ -213,9 +213,14 @@ func (l *Live) watchStuck() {
 			return
 		case <-tick.C:
 		}
-		l.a.recordNow(history.Record{Kind: history.RecClock})
+		l.a.Tick()
 	}
 }
+
+// Tick records that time has passed, with nothing else to say: the referee judges a live stuck
+// on it (a lock whose owner is done with it, held a TTL on, that never expires). A live session
+// ticks every quarter TTL; a drive session, each time it lets time pass.
+func (a *Arena) Tick() { a.recordNow(history.Record{Kind: history.RecClock}) }
 
 // Stage is the session's stage: the moves the lab's fault keys play on its holder, under the
 // session's long-stop.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -268,6 +269,8 @@ func (a *Arena) nodeChange(e *nodeEye, what string, change func(context.Context)
 			lost = append(lost, history.KeyChange{Key: key, Before: value, After: kv.Value.Print, TTL: kv.TTL})
 		}
 	}
+	// in key order, not the map's: the same run records the same change
+	slices.SortFunc(lost, func(x, y history.KeyChange) int { return strings.Compare(x.Key, y.Key) })
 	a.record(history.Record{Kind: history.RecNode, What: what, Node: e.i, OK: true, Keys: lost, D: took})
 	return nil
 }

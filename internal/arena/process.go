@@ -54,6 +54,7 @@ type process struct {
 	orders    int            // orders started (guarded by the arena's mu, as current and holds)
 	current   []*order       // orders under way
 	holds     []stay         // holds a stage set for orders of this process, by number
+	again     int64          // the goroutine told NOSCRIPT: its script's body is part of that round trip (gate.go)
 }
 
 func newProcess(a *Arena, n int) *process {
@@ -316,6 +317,15 @@ func (p *process) close() {
 // command waits while the process is frozen (and, to a lock node, while its links are cut or that
 // node is kept from it), then spends one simulated round trip.
 func (p *process) network(ctx context.Context, node int) error {
+	if err := p.outages(ctx, node); err != nil {
+		return err
+	}
+	return p.sleep(ctx, p.a.t.RTT)
+}
+
+// outages waits while the process is frozen and, to lock node node, while its links are cut or
+// that node is kept from it.
+func (p *process) outages(ctx context.Context, node int) error {
 	if err := p.await(ctx, &p.frozen); err != nil {
 		return err
 	}
@@ -338,7 +348,7 @@ func (p *process) network(ctx context.Context, node int) error {
 			return ctx.Err()
 		}
 	}
-	return p.sleep(ctx, p.a.t.RTT)
+	return nil
 }
 
 // lockHook is a process's go-redis hook on one lock node's client: the simulated network, the
@@ -390,11 +400,12 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 		rc = p.releaseOf(node, inner)
 	}
 	p.unlockRace(rc, node, inner)
-	if err := p.network(ctx, node); err != nil {
+	if err := p.leave(ctx, node, inner, c); err != nil {
 		return fail(cmds, err)
 	}
 	changed, err := p.a.observe(ctx, p, node, cmds, c, send)
 	err = p.loseReply(ctx, c, node, cmds, err, changed, send)
+	p.noScript(err)
 	if rc != nil && rc.kind == unlockCall && (err == nil || err == redis.Nil) && namesAny(inner, p.a.prefix, rc.holdKeys[node]) {
 		// A command of the release that touched the lock and was carried out (one refused, a
 		// script Redis does not have yet, is sent again and counted then).
@@ -429,10 +440,12 @@ func (p *process) invCmds(ctx context.Context, cmds []redis.Cmder, send func() e
 	if redisenv.Handshake(cmds...) {
 		return send()
 	}
-	if err := p.network(ctx, -1); err != nil {
+	if err := p.leave(ctx, -1, payload(cmds), nil); err != nil {
 		return fail(cmds, err)
 	}
-	return send()
+	err := send()
+	p.noScript(err)
+	return err
 }
 
 // fail sets err on every command and returns it.
@@ -609,7 +622,7 @@ func (p *process) loseReply(ctx context.Context, c *call, node int, cmds []redis
 	if err := p.sleep(ctx, lr.after); err != nil {
 		return fail(cmds, err)
 	}
-	if err := p.network(ctx, node); err != nil {
+	if err := p.leave(ctx, node, inner, c); err != nil {
 		return fail(cmds, err)
 	}
 	_, err = a.observe(ctx, p, node, cmds, c, send)

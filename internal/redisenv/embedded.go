@@ -81,7 +81,10 @@ func (x *mini) close() {
 // memOptions configures a client whose every dial reaches dial(). Addr is never dialled: it is an
 // IP literal, so that go-redis resolves nothing (a resolver's state, once owned by one synctest
 // bubble, is fatal to the next), and a port nothing listens on. Maintenance notifications are
-// off (they would resolve Addr too), and CLIENT SETINFO is not sent. claimed says whether the
+// off (they would resolve Addr too), and CLIENT SETINFO is not sent. A command that failed on a
+// connection a failover or restart closed is sent again at once (MinRetryBackoff -1): the node is
+// in this process, and go-redis's back-off, drawn at random, made when the retry landed luck (the
+// same drive session's moves gave two histories). claimed says whether the
 // client's connections are the lab's own (its admin, its feed), or must be claimed by whoever
 // dials them (a process's hook). Hazard: options handed out must not claim, or a Locker that
 // copies them into a client of its own would pass for the lab.
@@ -97,6 +100,7 @@ func memOptions(dial func() (net.Conn, error), claimed bool) *redis.Options {
 		},
 		DisableIdentity:          true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		MinRetryBackoff:          -1,
 	}
 }
 
