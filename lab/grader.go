@@ -93,6 +93,17 @@ func buildGrader(ctx context.Context, p *grading.Pkg, nodes int, stderr io.Write
 // close removes the grader's build and files.
 func (g *grader) close() { os.RemoveAll(g.tmp) }
 
+// command is the grader running test alone, with env added to this process's; ctx ending stops
+// it (a SIGTERM: it ends everything it started).
+func (g *grader) command(test string, env []string) *exec.Cmd {
+	cmd := exec.CommandContext(g.ctx, g.bin, "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Dir = filepath.Join(g.root, "internal", "matrix")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
+	return cmd
+}
+
 // run runs test in the grader, with env added to this process's, and reads what it wrote to
 // $LOCKSTEP_GRADE_OUT (a file of the grader's folder, named for the test) into out. err is ctx
 // ending (a childExit with status 130: Ctrl-C or a SIGTERM stops the binary, which ends
@@ -102,11 +113,7 @@ func (g *grader) close() { os.RemoveAll(g.tmp) }
 func (g *grader) run(test string, env []string, out any) (failed, err error) {
 	file := filepath.Join(g.tmp, test+".json")
 	os.Remove(file) // a file an earlier run wrote is not this run's
-	cmd := exec.CommandContext(g.ctx, g.bin, "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Dir = filepath.Join(g.root, "internal", "matrix")
-	cmd.Env = append(append(os.Environ(), matrix.GradeOut+"="+file), env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
+	cmd := g.command(test, append([]string{matrix.GradeOut + "=" + file}, env...))
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	runErr := cmd.Run()

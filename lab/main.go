@@ -9,6 +9,7 @@
 //	go run ./lab judge runs.json                  judge saved runs again, offline (run/matrix -save)
 //	go run ./lab grade steps/mine                 your own lock against every scenario (see grade.go)
 //	go run ./lab explore 13                       random programs of faults until one breaks it, shrunk
+//	go run ./lab drive 05 -moves "1 1 w 1"        drive mode headless: you schedule each command (-solve)
 //	go run ./lab -dir steps/mine                  the terminal lab, your lock as the picker's last line
 //	go run ./lab -program found.json              the terminal lab on a program explore -save found
 //	go run ./lab class alice.json bob.json        a room's saved grades in one table (grade -name -save)
@@ -77,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return judgeCmd(args[1:], stdout, stderr)
 		case "explore":
 			return exploreCmd(args[1:], stdout, stderr)
+		case "drive":
+			return driveCmd(args[1:], stdout, stderr)
 		case "class":
 			return classCmd(args[1:], stdout, stderr)
 		case "serve":

@@ -46,10 +46,25 @@ func writeRunPage(out string, st *steps.Step, rep *referee.Report, played time.T
 // writeExplorePage writes the page of what explore found in st (nil: a learner's lock), played at
 // played, to out: the shrunk program's run, and the program in words above its verdict.
 func writeExplorePage(out string, st *steps.Step, fd *explore.Found, played time.Time, replay string) error {
-	runs := savedOf([]*referee.Report{fd.Report}, played)
-	d := page.RunPage(matrix.CellOf(fd.Report), st, played.UTC().Format(time.RFC3339), learner)
-	d.Runs[0].Story, d.Runs[0].Seed, d.Runs[0].Replay = fd.Lines, fd.Original.Seed, replay
+	d, runs := storyPage(st, fd.Report, fd.Lines, played)
+	d.Runs[0].Seed, d.Runs[0].Replay = fd.Original.Seed, replay
 	return page.Write(out, d, runs)
+}
+
+// writeDrivePage writes the page of a drive session of st, played at played, to out: its run,
+// and its moves in words above its verdict.
+func writeDrivePage(out string, st *steps.Step, rep *referee.Report, story []string, played time.Time) error {
+	d, runs := storyPage(st, rep, story, played)
+	return page.Write(out, d, runs)
+}
+
+// storyPage is the page of one run of st that a story tells (a found program, a drive session's
+// moves), played at played, the story in words above its verdict, and the run it carries.
+func storyPage(st *steps.Step, rep *referee.Report, story []string, played time.Time) (page.Data, savedRuns) {
+	runs := savedOf([]*referee.Report{rep}, played)
+	d := page.RunPage(matrix.CellOf(rep), st, played.UTC().Format(time.RFC3339), learner)
+	d.Runs[0].Story = story
+	return d, runs
 }
 
 // writeMatrixPage writes the page of a played matrix of nSteps steps, played at played, to out.

@@ -70,11 +70,15 @@ func loadProgram(file string, all []*steps.Step) (*tui.Program, error) {
 	var probe struct {
 		Lockstep string          `json:"lockstep"`
 		Program  json.RawMessage `json:"program"`
+		Drive    json.RawMessage `json:"drive"`
 	}
-	if json.Unmarshal(b, &probe) != nil || probe.Lockstep != "runs" || probe.Program == nil {
-		return nil, usageError("-program %s: not a program lab explore -save wrote (lab judge reads other runs)", file)
+	if json.Unmarshal(b, &probe) != nil || probe.Lockstep != "runs" || probe.Program == nil && probe.Drive == nil {
+		return nil, usageError("-program %s: not a program lab explore -save wrote, nor a session lab drive -save wrote (lab judge reads other runs)", file)
 	}
-	var s savedFound
+	var s struct {
+		savedFound
+		Drive *driven `json:"drive"`
+	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, usageError("-program %s: %v", file, err)
 	}
@@ -96,6 +100,10 @@ func loadProgram(file string, all []*steps.Step) (*tui.Program, error) {
 	default:
 		return nil, usageError("-program %s is a program of %q, which is no step of this lab", file, r.Step)
 	}
-	return &tui.Program{File: file, Step: all[i], Story: s.Program.Lines(explore.Struck(r.History)),
+	story := s.Program.Lines(explore.Struck(r.History))
+	if s.Drive != nil {
+		story = s.Drive.story()
+	}
+	return &tui.Program{File: file, Step: all[i], Story: story,
 		History: r.History, Others: r.Others, Violations: r.Violations, Unjudged: r.Unjudged}, nil
 }

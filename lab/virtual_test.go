@@ -25,7 +25,8 @@ import (
 func inVirtualTime(t *testing.T) {
 	t.Helper()
 	bubble = func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
-	t.Cleanup(func() { bubble = nil })
+	settle = synctest.Wait
+	t.Cleanup(func() { bubble, settle = nil, nil })
 }
 
 // TestBothClocks plays a sample of cells on the wall clock and in virtual time: the referee's

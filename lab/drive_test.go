@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-lab/lockstep/internal/drive"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
+)
+
+// TestDriveSolvesEveryChallenge: lab drive STEP -solve plays every step's par solution, says each
+// move in words, and reaches the challenge's goal (exit 0), saying in how many moves against the
+// par and which step fixes it; 17's cannot be reached (exit 1, "this step holds").
+func TestDriveSolvesEveryChallenge(t *testing.T) {
+	inVirtualTime(t)
+	for _, st := range catalog.Steps {
+		ch, ok := catalog.ChallengeOf(st.Slug)
+		if !ok {
+			continue
+		}
+		var out, errw bytes.Buffer
+		err := run([]string{"drive", st.Slug, "-solve"}, &out, &errw)
+		text := out.String()
+		moves, _ := drive.Parse(ch.Solution)
+		for i := range moves {
+			if !strings.Contains(text, "\n"+pad3(i+1)+". ") {
+				t.Errorf("%s: move %d is not said:\n%s", st.Slug, i+1, text)
+			}
+		}
+		switch {
+		case ch.Holds:
+			if err == nil || exitCode(err) != 1 || !strings.Contains(text, "this step holds") {
+				t.Errorf("%s: exit %d (%v), want 1 and \"this step holds\":\n%s", st.Slug, exitCode(err), err, text)
+			}
+		case err != nil:
+			t.Errorf("%s: %v\n%s%s", st.Slug, err, text, errw.String())
+		case !strings.Contains(text, "goal reached in ") || !strings.Contains(text, "(par "):
+			t.Errorf("%s: no goal reached:\n%s", st.Slug, text)
+		}
+	}
+}
+
+// pad3 is n as printMove numbers a move.
+func pad3(n int) string { return fmt.Sprintf("%3d", n) }
+
+// TestDriveBadMoves: an unknown key is one line and exit 2, before anything is played; a move a
+// session cannot play (a buyer with nothing to send, a buyer not on the stage) is one line each,
+// the rest is played, and the exit is 2.
+func TestDriveBadMoves(t *testing.T) {
+	inVirtualTime(t)
+	var out, errw bytes.Buffer
+	err := run([]string{"drive", "05", "-moves", "1 q 2"}, &out, &errw)
+	if !errors.Is(err, errUsage) || strings.Contains(unwrapUsage(err), "\n") || !strings.Contains(unwrapUsage(err), `"q"`) {
+		t.Fatalf("an unknown key: %v", err)
+	}
+	out.Reset()
+	errw.Reset()
+	err = run([]string{"drive", "01", "-moves", "1 1 7 2"}, &out, &errw)
+	if !errors.Is(err, errUsage) {
+		t.Fatalf("bad moves: want exit 2, got %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(errw.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "move 2") || !strings.Contains(lines[0], "buyer 1 has nothing to send") ||
+		!strings.Contains(lines[1], "move 3") || !strings.Contains(lines[1], "no buyer 7") {
+		t.Fatalf("want one line for each bad move, got:\n%s", errw.String())
+	}
+	if !strings.Contains(out.String(), "buyer 2 sends GET stock") {
+		t.Fatalf("the moves after a bad one are played:\n%s", out.String())
+	}
+	for _, args := range [][]string{{"drive"}, {"drive", "99", "-solve"}, {"drive", "05"}, {"drive", "05", "-solve", "-moves", "1"}} {
+		if err := run(args, &out, &errw); !errors.Is(err, errUsage) || strings.Contains(unwrapUsage(err), "\n") {
+			t.Errorf("%v: want one line of bad input, got %v", args, err)
+		}
+	}
+}
+
+// TestDriveSaveIsARun: lab drive -save keeps the session as a run lab judge judges again to the
+// same verdict, and lab -program opens it with its moves in words; -html writes its page, which
+// lab judge reads too.
+func TestDriveSaveIsARun(t *testing.T) {
+	inVirtualTime(t)
+	dir := t.TempDir()
+	file, page := filepath.Join(dir, "s.json"), filepath.Join(dir, "s.html")
+	var out, errw bytes.Buffer
+	if err := run([]string{"drive", "05", "-solve", "-save", file, "-html", page}, &out, &errw); err != nil {
+		t.Fatal(err, errw.String())
+	}
+	for _, f := range []string{file, page} {
+		out.Reset()
+		if err := run([]string{"judge", f}, &out, &errw); err != nil {
+			t.Fatalf("judge %s: %v\n%s", f, err, out.String())
+		}
+		if !strings.Contains(out.String(), "✗ foreign-release") || !strings.Contains(out.String(), "1 as when played") {
+			t.Fatalf("judge %s:\n%s", f, out.String())
+		}
+	}
+	p, err := loadProgram(file, catalog.Steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := catalog.ChallengeOf("05_owner")
+	if p.Step.Slug != "05_owner" || len(p.Story) != 1+ch.Par() || !strings.Contains(p.Story[0], ch.Solution) ||
+		!slices.ContainsFunc(p.Story, func(s string) bool { return strings.Contains(s, "is the lock still mine?") }) {
+		t.Fatalf("lab -program reads the session as %q", p.Story)
+	}
+	if b, _ := os.ReadFile(page); !bytes.Contains(b, []byte("is the lock still mine?")) {
+		t.Fatal("the page does not say the moves")
+	}
+}
