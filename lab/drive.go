@@ -251,6 +251,23 @@ func openDriver(pl *player) (*drive.Driver, error) {
 	}), nil
 }
 
+// tuiDriver opens drive mode's driver for the terminal lab: the grader built as the headless
+// commands build it (newPlayer), saying nothing on stderr (the screen is the lab's); closing the
+// driver removes the build.
+func tuiDriver() (*drive.Driver, error) {
+	pl, err := newPlayer("embedded", io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	d, err := openDriver(pl)
+	if err != nil {
+		pl.close()
+		return nil, err
+	}
+	d.OnClose(pl.close)
+	return d, nil
+}
+
 // settle is nil in the lab; the lab's tests set it to synctest.Wait, beside bubble, so that a
 // drive session plays in their bubbles.
 var settle func()

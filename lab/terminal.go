@@ -18,7 +18,7 @@ import (
 // tuiCmd opens the terminal lab (lab/tui) with its flags checked first: bad input and a backend
 // that cannot start fail before the screen changes.
 func tuiCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lab", "lab [-redis embedded] [-speed 10] [-buyers 5] [-stock 100] [-dir steps/mine [-nodes 1]] [-program FILE]\n\n"+
+	fs := newFlags("lab", "lab [-redis embedded] [-speed 10] [-buyers 5] [-stock 100] [-step 05] [-drive] [-dir steps/mine [-nodes 1]] [-program FILE]\n\n"+
 		"Opens the terminal lab: pick a step, break it, read the lesson, see the fix. Press ? in the lab for\n"+
 		"every key; -dir adds your own lock's folder as the picker's last line; -program FILE opens it on the\n"+
 		"program lab explore -save FILE found, its run played at the lab's pace. Headless: lab run -step 04\n"+
@@ -29,6 +29,9 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 		"from 1 to 100; in the lab [ and ] step through 1, 2, 5, 10, 20, from any -speed to the nearest level that way")
 	buyers := fs.Int("buyers", 5, "buyers placing orders in the live arena (1…50)")
 	stock := fs.Int("stock", 100, "units on the shelf at the start and after each reset (1…1000)")
+	drive := fs.Bool("drive", false, "open in drive mode (m in the arena): time stands still and you send each buyer's next Redis command;\n"+
+		"it plays in the grader, in virtual time (built the first time, as lab run builds it)")
+	stepName := fs.String("step", "", "open the arena on this step: a number (5 or 05), a slug or a name")
 	progFile := fs.String("program", "", "play the program lab explore -save wrote to this file: its recorded run at the lab's pace, the program in words,\n"+
 		"the referee's verdict (lab judge's); , . home end rewind it once played (a program of your lock's folder: with -dir)")
 	if err := parse(fs, args); err != nil {
@@ -41,6 +44,11 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 		return usageError("-buyers %d: want 1…%d", *buyers, tui.MaxBuyers)
 	case *stock < 1 || *stock > 1000:
 		return usageError("-stock %d: want 1…1000", *stock)
+	}
+	if *stepName != "" {
+		if _, err := catalog.Find(*stepName); err != nil {
+			return usageError("-step: %v", err)
+		}
 	}
 	var prog *tui.Program
 	if *progFile != "" {
@@ -56,7 +64,7 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	env.Close()
 	return tui.Run(tui.Options{Backend: *backend, Slow: *slow, Buyers: *buyers, Stock: *stock, Program: prog,
-		Learner: learner, Shared: learnerShared}, stdout)
+		Learner: learner, Shared: learnerShared, Driver: tuiDriver, Drive: *drive, Step: *stepName}, stdout)
 }
 
 // loadProgram reads the program in file, a run of one of all (the catalog, with the learner's

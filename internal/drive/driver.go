@@ -20,6 +20,7 @@ type Driver struct {
 	w     io.Writer
 	lines chan []byte
 	stop  func() error
+	after []func()
 	// Patience is how long a reply may take, on the wall clock (0: a minute). Hazard: a lock that
 	// holds a sync.Mutex across a command while another goroutine of its process waits for it stops
 	// the bubble's clock for good: that move never answers, and only this bound says so.
@@ -136,5 +137,14 @@ func (d *Driver) End() (*referee.Report, error) {
 	return r.Report, nil
 }
 
-// Close ends the driver and what serves it.
-func (d *Driver) Close() error { return d.stop() }
+// Close ends the driver and what serves it, then what OnClose added.
+func (d *Driver) Close() error {
+	err := d.stop()
+	for _, f := range d.after {
+		f()
+	}
+	return err
+}
+
+// OnClose has Close run f once what serves the driver has ended (the grader's build removed).
+func (d *Driver) OnClose(f func()) { d.after = append(d.after, f) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/drive"
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/lab/picture"
@@ -102,11 +103,12 @@ func (a *board) fresh() *board {
 	return b
 }
 
-// zoom draws a finished scenario's lanes at the resolution that fits its whole run in cols
-// columns: a short break is not five columns at the left of a fixed axis, nor a long one cut.
+// zoom draws a finished scenario's lanes (or a drive session's, as it grows: drive.go sets zoomed
+// back to 0) at the resolution that fits its whole run in cols columns: a short break is not five
+// columns at the left of a fixed axis, nor a long one cut.
 // Live buyers scroll instead; a run whose oldest events were dropped is left as it is drawn.
 func (a *board) zoom(cols int) {
-	if !a.done || a.scenario == "" || cols == a.zoomed || a.last <= 0 || a.hist.base > 0 {
+	if !a.done && a.scenario != drive.Scenario || a.scenario == "" || cols == a.zoomed || a.last <= 0 || a.hist.base > 0 {
 		return
 	}
 	a.zoomed = cols

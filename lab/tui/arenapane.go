@@ -60,6 +60,8 @@ func (p *arenaPane) Update(k tea.KeyMsg) tea.Msg {
 		return rewindMove{first: true}
 	case key.Matches(k, km.Last):
 		return rewindMove{last: true}
+	case key.Matches(k, km.Drive):
+		return startDrive{}
 	}
 	for _, f := range km.faults {
 		if key.Matches(k, f.b) {
@@ -73,6 +75,9 @@ func (p *arenaPane) Update(k tea.KeyMsg) tea.Msg {
 func (p *arenaPane) View() string {
 	w, h, s := p.w, p.h, p.s
 	a := s.ar
+	if a != nil && s.drv != nil {
+		return p.driveView(w, h)
+	}
 	if a == nil { // nothing on the arena yet (a search under way, Redis that would not start)
 		k := p.keys
 		body := append([]string{""}, wrap(sWarn.Render(oneLine(s.msg)), w)...)

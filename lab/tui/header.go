@@ -58,6 +58,9 @@ func (m *model) statusLevel(w int) int {
 // status says the backend, the pace and the live buyers; short 1 leaves out the backend, short 2
 // the TTL too.
 func (m *model) status(short int) string {
+	if m.drv != nil {
+		return "drive · time stands still"
+	}
 	buyers := ""
 	if m.ar != nil && m.ar.scenario == "" {
 		buyers = buyersText(m.buyers)

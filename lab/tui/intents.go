@@ -24,6 +24,7 @@ type (
 	holdOrders  struct{}                        // pause or resume new orders
 	addBuyers   struct{ n int }                 // n more (or, negative, fewer) live buyers
 	injectFault struct{ sc *scenario.Scenario } // play scenario sc's move on the live holder
+	startDrive  struct{}                        // drive mode: the learner schedules every command
 )
 
 // intent carries out in (nil does nothing; any other message is not an intent and is ignored).
@@ -42,7 +43,7 @@ func (m *model) intent(in tea.Msg) tea.Cmd {
 	case showPicker:
 		m.scr = scrPicker
 	case leaveArena:
-		m.scr, m.msg, m.handoff = scrPicker, "", nil
+		m.scr, m.msg, m.handoff, m.drv = scrPicker, "", nil, nil
 		m.stopSession()
 		m.ar = nil
 	case closeHelp:
@@ -62,6 +63,8 @@ func (m *model) intent(in tea.Msg) tea.Cmd {
 		return m.liveIntent(in)
 	case addBuyers, injectFault:
 		return m.liveIntent(in)
+	case startDrive:
+		return m.startDrive()
 	}
 	return nil
 }
@@ -84,7 +87,7 @@ func (m *model) setStep(i int) tea.Cmd {
 		return nil
 	}
 	if m.scr == scrArena && m.sess == nil && m.ar == nil {
-		return m.startLive()
+		return m.openArena()
 	}
 	return nil
 }
@@ -92,7 +95,10 @@ func (m *model) setStep(i int) tea.Cmd {
 // openArena shows the arena, starting live buyers if nothing runs yet.
 func (m *model) openArena() tea.Cmd {
 	m.scr = scrArena
-	if m.ar == nil {
+	switch {
+	case m.ar == nil && m.drv != nil:
+		return m.startDrive()
+	case m.ar == nil:
 		return m.startLive()
 	}
 	return nil

@@ -86,7 +86,7 @@ type arenaKeys struct {
 	Slower, Faster           key.Binding
 	Back1, On1, First, Last  key.Binding // rewind (rewind.go)
 	Buyers, Speed, Rewind    key.Binding // footer shorthands
-	Code, Back               key.Binding
+	Code, Back, Drive        key.Binding
 }
 
 // faultKey is a scenario's key: it plays the scenario's move on the live holder.
@@ -112,6 +112,7 @@ func newArenaKeys(g globalKeys) arenaKeys {
 		Speed:  key.NewBinding(key.WithKeys("[", "]"), key.WithHelp("[/]", "speed")),
 		Code:   bind([]string{"tab", "c"}, "tab/c", "code"),
 		Back:   bind([]string{"esc"}, "esc", "back"),
+		Drive:  bind([]string{"m"}, "m", "drive"),
 	}
 	for _, sc := range scenario.Keyed() {
 		k.faults = append(k.faults, faultKey{sc: sc, b: bind([]string{sc.Key}, sc.Key, sc.Label)})
@@ -130,7 +131,7 @@ func (k arenaKeys) faultKey(name steps.Scenario) key.Binding {
 }
 
 func (k arenaKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.g.Break, k.Hold, k.Reset, k.Buyers, k.Speed, k.g.Steps, k.Code, k.g.Help, k.g.Quit}
+	return []key.Binding{k.g.Break, k.Drive, k.Hold, k.Reset, k.Buyers, k.Speed, k.g.Steps, k.Code, k.g.Help, k.g.Quit}
 }
 
 // faultRow is the footer's first line in a live arena: one key per fault.
@@ -145,7 +146,7 @@ func (k arenaKeys) faultRow() []key.Binding {
 func (k arenaKeys) FullHelp() [][]key.Binding {
 	f := k.faultRow()
 	return [][]key.Binding{f[:5], f[5:], {k.Hold, k.Reset, k.More, k.Fewer, k.Slower, k.Faster},
-		{k.Back1, k.On1, k.First, k.Last, k.Code, k.Back}}
+		{k.Back1, k.On1, k.First, k.Last, k.Code, k.Back, k.Drive}}
 }
 
 // codeKeys scroll the code pane and switch between diff and source.

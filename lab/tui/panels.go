@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/lockstep-lab/lockstep/internal/drive"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -90,6 +91,8 @@ func (a *board) verdict() (first, latest string) {
 	default:
 		first = sGood.Render("✓ no violation so far")
 		switch {
+		case a.scenario == drive.Scenario:
+			first += sDim.Render("  (stuck is found too when enter ends the session; idle is not judged in drive mode)")
 		case a.scenario == "":
 			first += sDim.Render("  (✗ stuck once a lock that never expires outlives its owner's order by a TTL; ? " + string(notLive) + " is judged only at the end of a run)")
 		case a.judged(steps.Stuck) || a.judged(notLive):

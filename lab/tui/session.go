@@ -147,10 +147,14 @@ func (m *model) stopSession() {
 	}()
 }
 
-// shutdown stops the session and waits for everything the lab started to end.
+// shutdown stops the session and waits for everything the lab started to end (drive mode's
+// grader too).
 func (m *model) shutdown() {
 	m.stopSession()
 	m.bg.Wait()
+	if m.driver != nil {
+		m.driver.Close()
+	}
 }
 
 // timing is the arena's clock at the lab's speed.

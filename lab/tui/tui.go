@@ -18,12 +18,14 @@ package tui
 import (
 	"errors"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/lockstep-lab/lockstep/internal/drive"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
@@ -49,8 +51,14 @@ type Options struct {
 	// IdlePause, when set, holds the live buyers' new orders after this long without a key, and
 	// stops the lab's clock, until the next key (idle.go).
 	IdlePause time.Duration
-	offline   bool          // tests: never open a backend
-	steps     []*steps.Step // tests: another catalog (nil: catalog.Steps)
+	// Driver opens the grader's drive sessions (drive mode: m in the arena), building the grader
+	// the first time; nil where there is none. Drive opens the lab in drive mode, on Step (a
+	// number or slug; "" the first step).
+	Driver  func() (*drive.Driver, error)
+	Drive   bool
+	Step    string
+	offline bool          // tests: never open a backend
+	steps   []*steps.Step // tests: another catalog (nil: catalog.Steps)
 }
 
 // MaxBuyers is the most live buyers the arena takes.
@@ -93,6 +101,7 @@ type state struct {
 	typed   string      // a step number being typed (see digit)
 	learner *steps.Step // the learner's own lock (lab -dir), or nil
 	shared  []string    // what its package-level state every buyer shares says (Options.Shared)
+	drv     *driveMode  // drive mode's session (drive.go), or nil
 }
 
 // isLearner tells whether st is the learner's own lock: a step with no row of the matrix, whose
@@ -124,6 +133,8 @@ type model struct {
 	after *aftermath
 	// pressed is a fault key just pressed, for the watcher (watch.go): "x crash", "b slow"
 	pressed string
+	// driver is the grader's end of drive mode, once made: kept until the lab quits
+	driver *drive.Driver
 
 	keys   globalKeys
 	picker *picker
@@ -152,7 +163,7 @@ func newModel(o Options) *model {
 		picker: newPicker(st, g), arenaP: newArenaPane(st, g), code: newCodePane(st, g)}
 	hk := newHelpKeys(g)
 	m.helpP = newHelpPane(hk, []keyGroup{{"Everywhere", g}, {"Picker", m.picker.KeyMap()},
-		{"Arena", m.arenaP.KeyMap()}, {"Code pane", m.code.KeyMap()}, {"Help", hk}})
+		{"Arena", m.arenaP.KeyMap()}, {"Drive mode (m in the arena)", newDriveKeys(g, 0)}, {"Code pane", m.code.KeyMap()}, {"Help", hk}})
 	m.resize(100, 30)
 	return m
 }
@@ -199,7 +210,28 @@ func (m *model) Init() tea.Cmd {
 	if m.opt.Program != nil {
 		return m.playProgram(m.opt.Program)
 	}
+	if i := m.startStep(); i >= 0 {
+		m.cur = i
+		if !m.opt.Drive {
+			return m.openArena()
+		}
+	}
+	if m.opt.Drive {
+		return m.startDrive()
+	}
 	return nil
+}
+
+// startStep is the index of the step the lab opens on (Options.Step), -1 for the picker's.
+func (m *model) startStep() int {
+	if m.opt.Step == "" {
+		return -1
+	}
+	st, err := catalog.Find(m.opt.Step)
+	if err != nil {
+		return -1
+	}
+	return slices.Index(m.steps, st)
 }
 
 // Update routes one message: sizes to the panes, a session's feed and ticks to its picture,
@@ -218,6 +250,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case injectMsg:
 		m.injected(msg)
 		return m, nil
+	case driveMsg:
+		return m, m.driveIn(msg)
 	case typedMsg:
 		if msg.seq == m.typing && m.typed != "" {
 			return m, m.goTyped()
@@ -247,6 +281,11 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 			return m.goTyped()
 		}
 		m.typed, m.msg = "", "" // another key ends the number; it does what it always does
+	}
+	if m.drv != nil && m.scr == scrArena && !m.help {
+		if cmd, ok := m.driveKey(k); ok {
+			return cmd
+		}
 	}
 	switch {
 	case key.Matches(k, g.Quit):

@@ -3,6 +3,7 @@ package tui
 import (
 	"slices"
 
+	"github.com/lockstep-lab/lockstep/internal/drive"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
@@ -34,6 +35,8 @@ func (a *board) judged(k steps.Kind) bool {
 		return true
 	case a.prog != nil: // no scenario of the matrix: its history says
 		return slices.Contains(a.prog.History.Kinds(), k)
+	case a.scenario == drive.Scenario:
+		return slices.Contains(drive.Judged(), k)
 	}
 	return slices.Contains(scenario.Judges(a.scenario), k)
 }
