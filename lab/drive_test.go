@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/drive"
+	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
@@ -112,4 +116,61 @@ func TestDriveSaveIsARun(t *testing.T) {
 	if b, _ := os.ReadFile(page); !bytes.Contains(b, []byte("is the lock still mine?")) {
 		t.Fatal("the page does not say the moves")
 	}
+}
+
+// TestDriveIdleInTheGrader: in the grader the lab runs (TestDrive, its moves on stdin), a drive
+// session of step 12 left idle between two moves — buyer 1 holding the lock, its lease guard
+// armed — and then played on is the same history, and the same verdict, as one played without the
+// wait: the bubble's clock stood still while its goroutine waited for the next line. The wait is
+// a second of the wall clock; LOCKSTEP_IDLE=60s waits a minute.
+func TestDriveIdleInTheGrader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the grader")
+	}
+	idle := time.Second
+	if s := os.Getenv("LOCKSTEP_IDLE"); s != "" {
+		var err error
+		if idle, err = time.ParseDuration(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pl, err := newPlayer("embedded", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.close()
+	if pl.gr == nil {
+		t.Fatal("no grader: the test plays in the grader the lab builds")
+	}
+	ch, _ := catalog.ChallengeOf("12_lease_guard")
+	moves, _ := drive.Parse(ch.Solution)
+	play := func(wait time.Duration) *referee.Report {
+		d, err := openDriver(pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if _, err := d.Open(drive.Opening{Step: "12_lease_guard", Moves: moves[:4]}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(wait)
+		for _, m := range moves[4:] {
+			if _, err := d.Move(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep, err := d.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	waited, straight := play(idle), play(0)
+	if !slices.Equal(waited.Violations, straight.Violations) || !slices.Contains(waited.Violations, ch.Goal) {
+		t.Fatalf("verdict after waiting %s: %v; without: %v", idle, waited.Violations, straight.Violations)
+	}
+	if a, b := steptest.Canonical(t, waited.History), steptest.Canonical(t, straight.History); a != b {
+		t.Fatalf("waiting %s changed the history:\n%s", idle, steptest.FirstDiff(a, b))
+	}
+	t.Logf("idle %s: %v, %d records, the same as without the wait", idle, waited.Violations, len(waited.History.Records))
 }

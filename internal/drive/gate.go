@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/arena"
+	"github.com/lockstep-lab/lockstep/internal/history"
 )
 
 // gate is a drive session's arena.Gate: each buyer's orders' commands wait in it, in the order
@@ -135,14 +136,22 @@ func compareStrings(a, b string) int {
 }
 
 // send lets buyer n's first command go, and returns it (nil when n has none waiting).
-func (g *gate) send(n int) *held {
+func (g *gate) send(n int) *held { return g.answer(n, false) }
+
+// answer lets buyer n's first command go — or, where lockless, if it is part of a Lock call,
+// answers it errEnded: it never leaves — and returns it (nil when n has none waiting).
+func (g *gate) answer(n int, lockless bool) *held {
 	q := g.queue(n)
 	if len(q) == 0 {
 		return nil
 	}
 	h := q[0]
 	g.drop(h)
-	h.go_ <- nil
+	if lockless && h.In == history.CallLock {
+		h.go_ <- errEnded
+	} else {
+		h.go_ <- nil
+	}
 	return h
 }
 

@@ -410,7 +410,10 @@ func (s *Session) Header() history.History {
 // End ends the session and returns its report, judged for Judged. Each buyer in turn gives up
 // its orders as a client that gives up does (their contexts end): what its orders still had to
 // send with a context of its own (a deferred unlock, a write already on its way) is sent, one
-// command a round trip apart, and what was waiting for the ended context never leaves. Then the
+// command a round trip apart; what was waiting for the ended context, and whatever a Lock call
+// still sends (it gives up: a quorum lock's give-back of a try it lost), never leaves. Hazard:
+// a Lock that pauses a random back-off between tries is, at the end, asleep or trying as its draws
+// say; sent, its commands would make two ends of the same moves two histories. Then the
 // processes' own goroutines (a watchdog) run on unheld while the end-of-run probe asks for the
 // lock, and the shelf is read back. Buyer by buyer, so the same moves end in the same records.
 func (s *Session) End() *referee.Report {
@@ -461,7 +464,7 @@ func (s *Session) giveUp(b *buyer) {
 		if over {
 			break
 		}
-		if s.g.send(b.n) == nil {
+		if s.g.answer(b.n, true) == nil {
 			time.Sleep(s.Wait()) // frozen, or asleep: its time passes
 		} else {
 			s.settle()
