@@ -77,7 +77,6 @@ func TestEverySolutionReachesItsGoal(t *testing.T) {
 	}
 }
 
-
 // TestParse: moves read as a learner types them, a fault key on the buyer chosen last (or named),
 // and said back the same way; an unknown key is a bad move naming it.
 func TestParse(t *testing.T) {
