@@ -174,3 +174,37 @@ func TestDriveIdleInTheGrader(t *testing.T) {
 	}
 	t.Logf("idle %s: %v, %d records, the same as without the wait", idle, waited.Violations, len(waited.History.Records))
 }
+
+// TestDocsListEveryChallenge: the handout lists every step's challenge with its par, as the
+// catalog keeps it, and the curriculum shows each step's lab drive command.
+func TestDocsListEveryChallenge(t *testing.T) {
+	handout, err := os.ReadFile(filepath.Join("..", "docs", "handout.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	curriculum, err := os.ReadFile(filepath.Join("..", "docs", "curriculum.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range catalog.Steps {
+		ch, ok := catalog.ChallengeOf(st.Slug)
+		if !ok {
+			t.Errorf("%s has no challenge", st.Slug)
+			continue
+		}
+		name := fmt.Sprintf("%02d", st.Number)
+		if st.Side {
+			name = strings.TrimPrefix(st.Slug, "side_")
+		}
+		par := fmt.Sprint(ch.Par())
+		if ch.Holds {
+			par = "— (it holds)"
+		}
+		if row := fmt.Sprintf("| %s | %s | %s |", name, ch.Says, par); !bytes.Contains(handout, []byte(row)) {
+			t.Errorf("docs/handout.md lacks the row %q", row)
+		}
+		if cmd := fmt.Sprintf("go run ./lab drive %s -solve", name); !bytes.Contains(curriculum, []byte(cmd)) {
+			t.Errorf("docs/curriculum.md never shows %q", cmd)
+		}
+	}
+}

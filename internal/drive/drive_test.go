@@ -165,3 +165,21 @@ func TestTimeStandsStill(t *testing.T) {
 		t.Fatalf("waiting %s changed the history:\n%s", idle, steptest.FirstDiff(a, b))
 	}
 }
+
+// TestTheFixHolds: a step's par solution, played on the step that fixes its challenge, does not
+// reach the goal (a move it cannot play there is skipped): 03's defer deletes what 02 left, 05's
+// owner check spares buyer 2's lock, 08's watchdog renews the lease 07's held write outlived, 09's
+// script closes 08's gap, 12's lease guard stops the work 11's cut let go on, and 14's line keeps
+// 13's late buyers behind buyer 1. The docs say so.
+func TestTheFixHolds(t *testing.T) {
+	for _, c := range []struct{ from, fix string }{
+		{"02_setnx", "03_finally"}, {"04_atomic_ttl", "05_owner"}, {"07_spin", "08_watchdog"},
+		{"08_watchdog", "09_lua_unlock"}, {"11_hash_owner", "12_lease_guard"}, {"13_pubsub", "14_fair"},
+	} {
+		ch, _ := catalog.ChallengeOf(c.from)
+		_, rep, found := session(t, c.fix, ch.Solution)
+		if slices.ContainsFunc(found, func(f drive.Found) bool { return f.Kind == ch.Goal }) || slices.Contains(rep.Violations, ch.Goal) {
+			t.Errorf("%s's solution %q reaches %s on %s too: %v", c.from, ch.Solution, ch.Goal, c.fix, rep.Violations)
+		}
+	}
+}

@@ -68,7 +68,7 @@ var challenges = map[string]Challenge{
 		Solution: "1 1 e"},
 	"12_lease_guard": {Goal: steps.Oversold, Says: sellTwice + ": stop buyer 1's world (p) just before its write", Scenario: steps.Pause,
 		Solution: "1 1 p w w w w + 3 3 w 1 1 w 3"},
-	"13_pubsub": {Goal: steps.Starved, Says: "let three buyers who asked after buyer 1 get the lock before it", Scenario: steps.Greedy,
+	"13_pubsub": {Goal: steps.Starved, Says: "let three buyers whose orders came after buyer 1's get the lock before it", Scenario: steps.Greedy,
 		Solution: "2 1 2 + w 2 2 3 3 + w 3 3 4 4"},
 	"14_fair": {Goal: steps.Oversold, Says: sellTwice + ": stop buyer 1's world (p) just before its write", Scenario: steps.Pause,
 		Solution: "1 1 p w w w w + 3 3 w 1 1 w 3"},
