@@ -136,23 +136,26 @@ func compareStrings(a, b string) int {
 }
 
 // send lets buyer n's first command go, and returns it (nil when n has none waiting).
-func (g *gate) send(n int) *held { return g.answer(n, false) }
+func (g *gate) send(n int) *held {
+	h, _ := g.answer(n, false)
+	return h
+}
 
-// answer lets buyer n's first command go — or, where lockless, if it is part of a Lock call,
-// answers it errEnded: it never leaves — and returns it (nil when n has none waiting).
-func (g *gate) answer(n int, lockless bool) *held {
+// answer lets buyer n's first command go (sent) — or, where lockless, if it is part of a Lock
+// call, answers it errEnded: it never leaves — and returns it (nil when n has none waiting).
+func (g *gate) answer(n int, lockless bool) (h *held, sent bool) {
 	q := g.queue(n)
 	if len(q) == 0 {
-		return nil
+		return nil, false
 	}
-	h := q[0]
+	h = q[0]
 	g.drop(h)
 	if lockless && h.In == history.CallLock {
 		h.go_ <- errEnded
-	} else {
-		h.go_ <- nil
+		return h, false
 	}
-	return h
+	h.go_ <- nil
+	return h, true
 }
 
 // end ends buyer n's part: every command it has waiting, and every one it sends from now on,

@@ -238,6 +238,9 @@ func (s *Session) Play(m Move) (said []string, err error) {
 		if dead {
 			return nil, fmt.Errorf("%w %s: buyer %d is dead: there is nothing left to strike", ErrBadMove, m.Key, m.Buyer)
 		}
+		if s.cfg.Step.NoLock && sc.Lockless != "" {
+			return nil, fmt.Errorf("%w %s: %s", ErrBadMove, m.Key, sc.Lockless)
+		}
 		if err := sc.Press(b.s, b.act); err != nil {
 			return nil, fmt.Errorf("%w %s: %v", ErrBadMove, m.Key, err)
 		}
@@ -338,11 +341,12 @@ func (s *Session) giveUp(b *buyer) {
 		if over {
 			break
 		}
-		if s.g.answer(b.n, true) == nil {
+		switch h, sent := s.g.answer(b.n, true); {
+		case h == nil:
 			time.Sleep(s.Wait()) // frozen, or asleep: its time passes
-		} else {
+		case sent:
 			s.settle()
-			time.Sleep(s.slot())
+			time.Sleep(s.slot()) // its round trip
 		}
 		s.settle()
 	}
