@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/drive"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/vocab"
 	"github.com/lockstep-lab/lockstep/lab/course"
@@ -25,7 +27,8 @@ import (
 // driveCmd is lab drive.
 func driveCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("drive", "lab drive STEP -moves \"1 1 2 w 1\" | -solve [-save FILE] [-html FILE]\n\n"+
-		"Drive mode, headless: time stands still and each buyer's next Redis command waits until a move\n"+
+		"Drive mode, headless, on the embedded backend in virtual time (in the grader, as run plays): time\n"+
+		"stands still and each buyer's next Redis command waits until a move\n"+
 		"sends it. A buyer's number (1-9) sends that buyer's next command; w lets a quarter TTL pass; +\n"+
 		"brings another buyer with an order; k another whose wall clock runs 3 × TTL ahead; a fault key\n"+
 		"(e x s u n p f i t y, as in the lab) strikes the buyer chosen last (x2: buyer 2). Each move is\n"+
@@ -246,14 +249,24 @@ func openDriver(pl *player) (*drive.Driver, error) {
 		return nil, err
 	}
 	return drive.NewDriver(in, out, func() error {
-		in.Close()
-		return cmd.Wait()
+		in.Close() // the grader's Serve ends with its stdin, and its test with it
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second): // a session whose clock a lock stopped never ends
+			cmd.Process.Kill()
+			return <-done
+		}
 	}), nil
 }
 
 // tuiDriver opens drive mode's driver for the terminal lab: the grader built as the headless
 // commands build it (newPlayer), saying nothing on stderr (the screen is the lab's); closing the
-// driver removes the build.
+// driver removes the build. Hazard: newPlayer catches the stop signals for as long as the grader
+// lives, and the terminal lab, which reads Ctrl-C as a key, would then outlive its terminal (a
+// hang-up) or a SIGTERM: on one, the grader is stopped, its build removed, and the lab exits 130.
 func tuiDriver() (*drive.Driver, error) {
 	pl, err := newPlayer("embedded", io.Discard)
 	if err != nil {
@@ -265,6 +278,22 @@ func tuiDriver() (*drive.Driver, error) {
 		return nil, err
 	}
 	d.OnClose(pl.close)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, stopSignals...)
+	closed := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			d.Close()
+			redisenv.CloseAll()
+			os.Exit(130)
+		case <-closed:
+		}
+	}()
+	d.OnClose(func() {
+		signal.Stop(sig)
+		close(closed)
+	})
 	return d, nil
 }
 

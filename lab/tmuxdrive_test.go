@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -49,4 +50,54 @@ func TestTmuxDrive(t *testing.T) {
 	}
 	l.send("q")
 	l.waitFor(15*time.Second, "LAB-EXITED=0")
+}
+
+// TestTmuxDriveHangUp: a terminal closed under drive mode (a hang-up) ends the lab and its grader,
+// as it ends the lab without one: the grader's build catches the stop signals, and drive mode
+// must not leave the lab running on a terminal that is gone.
+func TestTmuxDriveHangUp(t *testing.T) {
+	t.Parallel() // a binary of its own, on a tmux server of its own
+	needTmux(t)
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("-short: the tmux test builds and runs the binary (and drive mode's grader)")
+	}
+	bin := buildLab(t)
+	l := startTmux(t, bin, "80", "24", "-step", "05", "-drive")
+	l.waitFor(5*time.Minute, "buyer 1 next: SET lock:product:1001")
+	sh := strings.TrimSpace(l.tmux("display-message", "-p", "-t", l.name, "#{pane_pid}"))
+	lab := children(t, sh)
+	if len(lab) != 1 {
+		t.Fatalf("the pane's shell %s runs %v, want the lab alone", sh, lab)
+	}
+	grader := children(t, lab[0])
+	if len(grader) == 0 {
+		t.Fatalf("the lab %s runs no grader", lab[0])
+	}
+	l.tmux("kill-server") // the terminal goes: SIGHUP
+	deadline := time.Now().Add(20 * time.Second)
+	for _, pid := range append(lab, grader...) {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %s outlived its terminal", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// children are the processes whose parent is pid.
+func children(t *testing.T, pid string) []string {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-P", pid).Output()
+	return strings.Fields(string(out))
+}
+
+// alive reports whether process pid is still there (and no zombie).
+func alive(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z"
 }

@@ -2,6 +2,7 @@ package drive_test
 
 import (
 	"errors"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -182,4 +183,19 @@ func TestTheFixHolds(t *testing.T) {
 			t.Errorf("%s's solution %q reaches %s on %s too: %v", c.from, ch.Solution, ch.Goal, c.fix, rep.Violations)
 		}
 	}
+}
+
+// TestASilentGraderIsStopped: a session that never answers (a lock whose sync.Mutex stopped its
+// bubble's clock) is ErrStopped after the driver's patience, not a lab that hangs.
+func TestASilentGraderIsStopped(t *testing.T) {
+	noLeak(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, inR) // a grader that reads, and says nothing
+	d := drive.NewDriver(inW, outR, func() error { inW.Close(); outW.Close(); return nil })
+	d.Patience = 50 * time.Millisecond
+	if _, err := d.Open(drive.Opening{Step: "05"}); !errors.Is(err, drive.ErrStopped) {
+		t.Fatalf("got %v, want ErrStopped", err)
+	}
+	d.Close()
 }

@@ -156,6 +156,15 @@ func (m *model) driveIn(msg driveMsg) tea.Cmd {
 	case msg.err != nil:
 		m.msg = "drive mode stopped: " + oneLine(msg.err.Error())
 		dm.queue = nil
+		if errors.Is(msg.err, drive.ErrStopped) && m.driver != nil { // m starts a grader afresh
+			d := m.driver
+			m.driver = nil
+			m.bg.Add(1)
+			go func() {
+				defer m.bg.Done()
+				d.Close()
+			}()
+		}
 		return nil
 	case msg.rep != nil:
 		dm.ended = msg.rep
