@@ -20,15 +20,13 @@ type Gate interface {
 	Pass(ctx context.Context, c Held, gone <-chan struct{}) error
 }
 
-// Held is a command at the gate: whose it is, where it goes, in which call, what it says.
+// Held is a command at the gate: whose it is, where it goes, in which call, what it says (as the
+// history keeps it: the run's prefix off its keys).
 type Held struct {
 	Buyer int
 	Node  int    // the lock node it goes to; -1: the inventory
 	In    string // history.CallLock, history.CallUnlock, or "" (a watchdog's, the handler's own)
 	Cmds  []history.Cmd
-	// Label is how the timeline labels it (referee.Command.Label: "GET lock", "SET NX lock");
-	// "" for the inventory's.
-	Label string
 }
 
 // leave sends cmds of p (in call c, nil: none) on their way to lock node node (-1: the inventory):
@@ -50,22 +48,13 @@ func (p *process) leave(ctx context.Context, node int, cmds []redis.Cmder, c *ca
 	if c != nil {
 		h.In = map[callKind]string{lockCall: history.CallLock, unlockCall: history.CallUnlock}[c.kind]
 	}
-	if node >= 0 {
-		id := 0
-		if c != nil {
-			id = c.id
-		}
-		p.a.mu.Lock()
-		h.Label = p.a.ref.CommandOf(h.Cmds, node, id).Label
-		p.a.mu.Unlock()
-	}
 	return g.Pass(ctx, h, p.dead)
 }
 
 // noScript notes, after a command of p was answered err, whether the server did not know a
 // script's SHA: go-redis sends the script's body next, from the same goroutine.
 func (p *process) noScript(err error) {
-	if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+	if p.a.gate == nil || err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		return
 	}
 	p.mu.Lock()
