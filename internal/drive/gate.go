@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,7 +111,7 @@ func (g *gate) queue(n int) []*held {
 		if c := a.at.Compare(b.at); c != 0 {
 			return c
 		}
-		return compareStrings(a.sortKey(), b.sortKey())
+		return strings.Compare(a.sortKey(), b.sortKey())
 	})
 	return out
 }
@@ -123,16 +124,6 @@ func (h *held) sortKey() string {
 		k = "0"
 	}
 	return k + h.words
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // send lets buyer n's first command go, and returns it (nil when n has none waiting).
