@@ -60,7 +60,7 @@ func TestExploreBadInput(t *testing.T) {
 // TestExploreCopyOf09: a learner's copy of step 09, explored from seed 1, breaks: exit 1, the
 // shrunk program in words with the referee's sentences and the command that replays it; -save
 // writes a file lab judge judges again to the same verdict; -html a page with the program in
-// words above its verdict, which lab judge reads too.
+// words and the command that replays it above its verdict, which lab judge reads too.
 func TestExploreCopyOf09(t *testing.T) {
 	t.Parallel() // explore builds and runs a binary of its own
 	dir := copyStep(t, "09_lua_unlock", "README.md")
@@ -83,9 +83,9 @@ func TestExploreCopyOf09(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	story := regexp.MustCompile(`(?s)<ul class="story">.*?<li>\d+ units? on the shelf</li>.*?<li>buyer 1: .*?</ul>\s*<div class="verdict bad">`)
+	story := regexp.MustCompile(`(?s)<ul class="story">.*?<li>\d+ units? on the shelf</li>.*?<li>buyer 1: .*?</ul>\s*<p class="replay">found from seed \d+; <b>replay:</b> <code>[^<]*lab explore [^<]*</code></p>\s*<div class="verdict bad">`)
 	if !story.Match(b) {
-		t.Errorf("the page has no program in words above its verdict:\n%.2000s", b)
+		t.Errorf("the page has no program in words, then its seed and replay command, above its verdict:\n%.2000s", b)
 	}
 	if bytes.Contains(b, []byte(`<p class="next">`)) {
 		t.Errorf("the page names a fix for an explored program, which no step's row covers")

@@ -103,7 +103,7 @@ func TestPagesInBrowser(t *testing.T) {
 		if got := tb.str(fmt.Sprintf(`document.querySelector('a[href="#%s"]').textContent`, id)); got != course.CellText(c) {
 			t.Errorf("%s × %s: the table says %q, the matrix %q", c.Step, c.Scenario, got, course.CellText(c))
 		}
-		checkSentences(t, tb, "#"+id, c.Step+" × "+c.Scenario, course.CellText(c), c.Explain)
+		checkSentences(t, tb, "#"+id, c.Step+" × "+c.Scenario, c.Scenario, course.CellText(c), c.Explain)
 	}
 	if n := tb.num(`document.querySelectorAll("table.matrix td a").length`); int(n) != played {
 		t.Errorf("the matrix's page links %v cells, want %d", n, played)
@@ -155,7 +155,7 @@ func TestPagesInBrowser(t *testing.T) {
 			continue
 		}
 		links++
-		checkSentences(t, tb, "#"+page.RunID(slug, g.scenario), slug+" × "+g.scenario, g.verdict, g.explain)
+		checkSentences(t, tb, "#"+page.RunID(slug, g.scenario), slug+" × "+g.scenario, g.scenario, g.verdict, g.explain)
 	}
 	if n := tb.num(`document.querySelectorAll("tr.mine td a").length`); int(n) != links {
 		t.Errorf("the learner's row links %v cells, want %d", n, links)
@@ -214,28 +214,50 @@ func gradedLines(t *testing.T, out string) []gradedCell {
 	return cells
 }
 
-// checkSentences checks the section scope of a page: its verdict says cell (as the terminal prints
-// it) and its list the referee's sentences, in order.
-func checkSentences(t *testing.T, tb *tab, scope, what, cell string, explain []referee.Finding) {
+// checkSentences checks the section scope of a page: its verdict line says what cell (as the
+// terminal prints it: "✓", "overlap, oversold", "? …") says of scenario sc, flag by flag over the
+// kinds sc judges (scenario.Judges, not the page's own reading), and its list the referee's
+// sentences, in order.
+func checkSentences(t *testing.T, tb *tab, scope, what string, sc string, cell string, explain []referee.Finding) {
 	t.Helper()
-	mark := "✓"
-	if cell != "✓" {
-		mark = "✗"
+	got := tb.str(fmt.Sprintf(`document.querySelector(%q).textContent`, scope+" .verdict .cell"))
+	if want := wantVerdict(steps.Scenario(sc), cell); want != "" && got != want || want == "" && !strings.HasPrefix(got, "verdict: ") {
+		t.Errorf("%s: the page's verdict %q, the terminal's cell %q (want %q)", what, got, cell, want)
 	}
-	if cell == "?" || strings.HasPrefix(cell, "? ") {
-		mark, cell = "?", "?"
-	}
-	if got, want := tb.str(fmt.Sprintf(`document.querySelector(%q).textContent`, scope+" .verdict .cell")), "verdict: "+mark+" "+cell; got != want {
-		t.Errorf("%s: the page's verdict %q, the terminal's %q", what, got, want)
+	if strings.Contains(got, "✓ ✓") {
+		t.Errorf("%s: the page's verdict %q says ✓ twice", what, got)
 	}
 	var want []string
 	for _, f := range explain {
 		want = append(want, string(f.Kind)+": "+f.Sentence)
 	}
-	got := tb.str(fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(function(e){return e.textContent}).join("\n")`, scope+" .explain li"))
+	got = tb.str(fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(function(e){return e.textContent}).join("\n")`, scope+" .explain li"))
 	if got != strings.Join(want, "\n") {
 		t.Errorf("%s: the page's sentences\n%s\nthe terminal's\n%s", what, got, strings.Join(want, "\n"))
 	}
+}
+
+// wantVerdict is the verdict line a page must show for a cell the terminal printed as cell under
+// scenario sc: "✓ none of K happened" for a pass, else ✗ or ✓ for each kind sc judges; "" for a
+// cell with no verdict ("?"), whose flags the terminal's cell does not say.
+func wantVerdict(sc steps.Scenario, cell string) string {
+	judged := scenario.Judges(sc)
+	switch {
+	case cell == "✓":
+		return "verdict: ✓ none of " + course.KindList(judged) + " happened"
+	case cell == "?" || strings.HasPrefix(cell, "? "):
+		return ""
+	}
+	broke := strings.Split(cell, ", ")
+	var flags []string
+	for _, k := range judged {
+		mark := "✓"
+		if slices.Contains(broke, string(k)) {
+			mark = "✗"
+		}
+		flags = append(flags, mark+" "+string(k))
+	}
+	return "verdict: " + strings.Join(flags, " ")
 }
 
 func fileSize(t *testing.T, file string) int64 {
@@ -272,7 +294,7 @@ func checkRunPage(t *testing.T, tb *tab, rep *referee.Report, scope string) {
 		return tb.str(`Array.from(document.querySelectorAll(` + in(sel) + `)).map(function(e){return e.textContent}).join(",")`)
 	}
 	c := matrix.CellOf(rep)
-	checkSentences(t, tb, scope, what, course.CellText(c), rep.Explain)
+	checkSentences(t, tb, scope, what, rep.Scenario, course.CellText(c), rep.Explain)
 	if got := tb.str(`document.querySelector(` + in("details.report pre") + `).textContent`); got != rep.Text() {
 		t.Errorf("%s: the page's report\n%s\nlab run's\n%s", what, got, rep.Text())
 	}

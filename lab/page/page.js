@@ -91,6 +91,16 @@
   function draw(box) {
     if (box.dataset.drawn) return;
     box.dataset.drawn = '1';
+    // A timeline drawn above the window grows past the height the page reserved for it (marks
+    // that fall on one spot stack in rows): scroll by what it grew, so what is in sight stays put
+    // (the page's own scroll anchoring, overflow-anchor: none in page.css).
+    var above = box.getBoundingClientRect().bottom <= 0, before = box.offsetHeight;
+    drawBox(box);
+    if (above && box.offsetHeight !== before) window.scrollBy(0, box.offsetHeight - before);
+  }
+
+  // drawBox draws the timeline of box, a .timeline placeholder.
+  function drawBox(box) {
     var p = decode(view.runs[+box.dataset.run].plays[+box.dataset.play]);
     var t = { box: box, p: p, cur: -1, zoom: 1, marks: [], names: [] };
     var head = el('div', 'tl-head', box);
