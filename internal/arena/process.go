@@ -32,7 +32,10 @@ type process struct {
 	ctx    context.Context // ends when the process dies or the arena closes
 	kill   context.CancelFunc
 	dead   chan struct{}
-	wg     sync.WaitGroup // goroutines started through Proc.Go
+	// crashing is set by the first crash: the crash is recorded before anything of the process
+	// learns of it, so that its own goroutines' records (a deferred Unlock's call) come after.
+	crashing bool
+	wg       sync.WaitGroup // goroutines started through Proc.Go
 
 	mu      sync.Mutex
 	frozen  outage          // the whole process stops (a stop-the-world pause)
@@ -150,10 +153,14 @@ func (p *process) isDead() bool {
 // command from now on.
 func (p *process) crash() {
 	p.mu.Lock()
-	if p.isDead() {
+	if p.crashing {
 		p.mu.Unlock()
 		return
 	}
+	p.crashing = true
+	p.mu.Unlock()
+	p.a.crashed(p)
+	p.mu.Lock()
 	close(p.dead)
 	p.mu.Unlock()
 	p.kill()
@@ -162,7 +169,6 @@ func (p *process) crash() {
 	}
 	p.inv.Close()
 	p.closeConns() // its subscriptions die with it too
-	p.a.crashed(p)
 }
 
 // outage is a stretch of time in which some of a process's traffic cannot leave: all of it while
