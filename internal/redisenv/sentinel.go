@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,8 +76,8 @@ func NewSentinel() (*Sentinel, error) { return NewSentinelNodes(1) }
 // servers start at once; each node's Sentinels start once its replica is linked. It silences
 // go-redis's "sentinel:" log lines (quietSentinelLog).
 func NewSentinelNodes(n int) (*Sentinel, error) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return nil, ErrNoRedisServer
+	if err := needRedisServer("sentinel"); err != nil {
+		return nil, err
 	}
 	quietSentinelLog()
 	w := &sentinelWatch{pass: randomHex(16)}

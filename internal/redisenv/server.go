@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,31 @@ import (
 
 // ErrNoRedisServer is Open's answer for the server backend when redis-server is not on PATH.
 var ErrNoRedisServer = errors.New("redisenv: the server backend needs redis-server on PATH (apt-get install redis-server)")
+
+// needRedisServer is nil where the backend (server or sentinel) can start its redis-server
+// processes, else ErrNoRedisServer or, on Windows, an error that is ErrNoRedisServer too and says
+// what to use there instead. The lab does not start them on Windows: Redis ships no Windows
+// server, and Windows has no process group or parent-death signal to end them with the lab.
+func needRedisServer(backend string) error {
+	if runtime.GOOS == "windows" {
+		return noProcessesHere(backend)
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return ErrNoRedisServer
+	}
+	return nil
+}
+
+// noProcessesHere is needRedisServer's answer on Windows.
+type noProcessesHere string
+
+func (b noProcessesHere) Error() string {
+	return "redisenv: the " + string(b) + " backend starts redis-server processes, which the lab does not do on Windows: " +
+		"use the embedded backend (the default), a Redis you run (-redis redis://127.0.0.1:6379/0, e.g. in WSL), " +
+		"or containers (a lab built with -tags container, and Docker Desktop)"
+}
+
+func (noProcessesHere) Unwrap() error { return ErrNoRedisServer }
 
 // Server is the backend of real redis-server processes on loopback ports: lock nodes, each a
 // primary with a replica fed by real REPLICAOF replication through a holdable proxy (replNode),
@@ -36,8 +62,8 @@ func NewServer() (*Server, error) { return NewServerNodes(1) }
 // NewServerNodes starts n lock nodes, each a primary with its replica and independent of the
 // others, and the inventory node: 2n+1 redis-server processes, started at once.
 func NewServerNodes(n int) (*Server, error) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return nil, ErrNoRedisServer
+	if err := needRedisServer("server"); err != nil {
+		return nil, err
 	}
 	f, err := openFleet("server", newPrefix(), procLauncher{}, n, nil)
 	if err != nil {
