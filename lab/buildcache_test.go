@@ -70,7 +70,8 @@ func cachedBuild(ctx context.Context, h hash.Hash, root, learner, dir string, bu
 	for _, v := range []string{"GOFLAGS", "GOOS", "GOARCH", "CGO_ENABLED", "GOEXPERIMENT", "GOTOOLCHAIN", "GOROOT", "GOPATH", "GOWORK", "GOAMD64"} {
 		fmt.Fprintf(h, "env\x00%s=%s\x00", v, os.Getenv(v))
 	}
-	fmt.Fprintf(h, "go\x00%s\x00", grading.GoTool())
+	goTool, _ := grading.GoTool() // none: the build fails, and is not kept
+	fmt.Fprintf(h, "go\x00%s\x00", goTool)
 	if err := statModule(h, root, learner); err != nil {
 		return "", err
 	}
@@ -117,7 +118,7 @@ func cachedBuild(ctx context.Context, h hash.Hash, root, learner, dir string, bu
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	out := filepath.Join(dir, "bin")
+	out := filepath.Join(dir, grading.Exe("bin"))
 	if err := os.Link(bin, out); err != nil {
 		if err := copyFile(bin, out); err != nil {
 			return "", err

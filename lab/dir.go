@@ -68,7 +68,7 @@ func runLearnerLab(p *grading.Pkg, nodes int, args []string, stdout, stderr io.W
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.Cancel = grading.Cancel(cmd, syscall.SIGTERM)
 	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
 	err = cmd.Run()
 	var ee *exec.ExitError
@@ -120,7 +120,7 @@ func dirCmd(dir string, nodes int, rest []string, stdout, stderr io.Writer) erro
 			return tuiCmd(rest, stdout, stderr)
 		}
 	}
-	p, err := grading.Inspect(dir)
+	p, err := inspectToBuild("-dir", dir)
 	if err != nil {
 		return err
 	}

@@ -24,14 +24,15 @@ import (
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
+	"github.com/muesli/termenv"
 )
 
 // Exploring a lock. The lab's scenarios break a lock in the ways someone wrote down; "lab explore"
-// looks for the others, as TigerBeetle's VOPR does: it builds internal/explore's test binary (with
-// a learner's package laid over it, as grade does internal/matrix's), whose TestExplore plays
-// random programs of the arena's moves from a seed, each in virtual time, until one breaks the
-// lock, and shrinks it. The binary writes what it found as JSON (explore.Result); explore prints
-// it as a short story with the referee's sentences and the command that replays it.
+// looks for the others, as TigerBeetle's VOPR does: in the grader (internal/matrix's test binary,
+// with a learner's package laid over it as grade lays it), whose TestExplore plays random programs
+// of the arena's moves from a seed, each in virtual time, until one breaks the lock, and shrinks
+// it. The binary writes what it found as JSON (explore.Result); explore prints it as a short story
+// with the referee's sentences and the command that replays it.
 
 // exploreFlags are explore's flags.
 type exploreFlags struct {
@@ -111,49 +112,30 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 		req.Step = st.Slug
 	} else if _, statErr := os.Stat(target); statErr != nil {
 		return usageError("%v, and no folder %s", err, target)
-	} else if p, err = grading.Inspect(target); err != nil {
+	} else if p, err = inspectToBuild("explore of your lock's folder", target); err != nil {
 		return err
 	}
 	return exploreRun(req, p, f, stdout, stderr)
 }
 
-// exploreRun builds the explorer (with p laid over it, when exploring a learner's package), runs
-// it, and prints what it found. Ctrl-C, a SIGTERM or a hang-up stops it (stopSignals); either way
-// the build is removed.
+// exploreRun explores in the grader (built with p laid over it, when exploring a learner's
+// package; the packed one of a downloaded lab, or one built from source, for a step), and prints
+// what it found. Ctrl-C, a SIGTERM or a hang-up stops it (stopSignals); either way the build is
+// removed.
 func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
-	tmp, err := os.MkdirTemp("", "lockstep-explore-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
 	what := req.Step
 	if p != nil {
 		what = p.Rel
 	}
-	fmt.Fprintf(stderr, "lab: building the explorer for %s (go test -c; the first time takes a while)…\n", what)
-	var bin, root string
-	if p != nil {
-		root = p.Root
-		bin, err = buildPkg(ctx, p, grading.ExplorerOverlay(p, f.nodes), tmp)
-	} else {
-		var wd string
-		if wd, err = os.Getwd(); err == nil {
-			if root, err = grading.ModuleRoot(wd); err != nil {
-				return usageError("explore runs inside lockstep's module (cd into it, then go run ./lab explore …): %v", err)
-			}
-			bin, err = buildTest(ctx, root, "internal/explore", "the explorer", tmp)
-		}
-	}
+	gr, err := buildGrader(ctx, p, f.nodes, stderr)
 	if err != nil {
-		if ctx.Err() != nil {
-			return &childExit{code: 130}
-		}
 		return err
 	}
+	defer gr.close()
 	fmt.Fprintf(stderr, "lab: exploring %s from seed %d for %v, in virtual time…\n", what, req.Seed, req.Budget)
-	res, err := runExplorer(ctx, bin, filepath.Join(root, "internal", "explore"), tmp, req, what, stderr)
+	res, err := runExplorer(gr, req, what, stderr)
 	if err != nil {
 		return err
 	}
@@ -175,23 +157,21 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 	return printExplored(res, what, f, stdout)
 }
 
-// runExplorer runs TestExplore (explore.Serve) for req in bin, a test binary built to run it
-// (internal/explore's, or the grader grade built), in dir, its package's folder; the Result goes
-// through a file in tmp. On a terminal, one line of stderr keeps up with its progress. what names
-// the lock in an error. ctx ending (Ctrl-C, a SIGTERM) stops the binary: a childExit with status
-// 130.
-func runExplorer(ctx context.Context, bin, dir, tmp string, req explore.Request, what string, stderr io.Writer) (explore.Result, error) {
+// runExplorer runs TestExplore (explore.Serve) for req in gr; the Result goes through a file of
+// gr's. On a terminal, one line of stderr keeps up with its progress. what names the lock in an
+// error. gr's context ending (Ctrl-C, a SIGTERM) stops the binary: a childExit with status 130.
+func runExplorer(gr *grader, req explore.Request, what string, stderr io.Writer) (explore.Result, error) {
 	var res explore.Result
-	req.Out = filepath.Join(tmp, "found.json")
+	req.Out = filepath.Join(gr.tmp, "found.json")
 	os.Remove(req.Out) // a file an earlier run wrote is not this run's
 	env, err := json.Marshal(req)
 	if err != nil {
 		return res, err
 	}
-	cmd := exec.CommandContext(ctx, bin, "-test.run=^TestExplore$", "-test.count=1", "-test.timeout=0")
-	cmd.Dir = dir
+	cmd := exec.CommandContext(gr.ctx, gr.bin, "-test.run=^TestExplore$", "-test.count=1", "-test.timeout=0")
+	cmd.Dir = gr.tmp
 	cmd.Env = append(os.Environ(), explore.Env+"="+string(env))
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.Cancel = grading.Cancel(cmd, syscall.SIGTERM)
 	cmd.WaitDelay = 30 * time.Second
 	var log bytes.Buffer
 	cmd.Stdout = &log
@@ -204,7 +184,7 @@ func runExplorer(ctx context.Context, bin, dir, tmp string, req explore.Request,
 	}
 	showProgress(progress, &log, stderr)
 	runErr := cmd.Wait()
-	if ctx.Err() != nil {
+	if gr.ctx.Err() != nil {
 		return res, &childExit{code: 130}
 	}
 	b, err := os.ReadFile(req.Out)
@@ -216,7 +196,7 @@ func runExplorer(ctx context.Context, bin, dir, tmp string, req explore.Request,
 		return res, fmt.Errorf("%s: %s", what, res.Err)
 	case err != nil:
 		// What it wrote is the answer: a bubble it left behind may still fail the binary after.
-		return res, fmt.Errorf("the explorer of %s failed: %s", what, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
+		return res, fmt.Errorf("exploring %s in %s failed: %s", what, gr.what, grading.FirstOfLines(strings.TrimSpace(testFailure(log.String(), runErr))))
 	}
 	return res, nil
 }
@@ -228,6 +208,11 @@ func showProgress(r io.Reader, log io.Writer, stderr io.Writer) {
 	if f, ok := stderr.(*os.File); ok {
 		fi, err := f.Stat()
 		tty = err == nil && fi.Mode()&os.ModeCharDevice != 0
+	}
+	if tty { // Windows' console reads \033[K only with its virtual terminal processing on (elsewhere a no-op)
+		if restore, err := termenv.EnableVirtualTerminalProcessing(termenv.NewOutput(stderr)); err == nil {
+			defer restore()
+		}
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

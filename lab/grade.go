@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -104,7 +103,7 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	if err := redisenv.CheckName(f.backend, redisenv.Options{Nodes: f.nodes}); err != nil {
 		return usageError("%v", err)
 	}
-	p, err := grading.Inspect(dir)
+	p, err := inspectToBuild("grade", dir)
 	if err != nil {
 		return err
 	}
@@ -229,7 +228,7 @@ func exploreAfter(gr *grader, p *grading.Pkg, f gradeFlags, w, stderr io.Writer,
 func exploreGraded(gr *grader, p *grading.Pkg, f gradeFlags, w, stderr io.Writer) (broke, err error) {
 	fmt.Fprintf(w, "\nExploring %v more: random programs of faults, each in virtual time, as lab explore plays them (-explore 0 skips it)…\n", f.explore)
 	req := explore.Request{Seed: 1, Budget: f.explore, Buyers: 3}
-	res, err := runExplorer(gr.ctx, gr.bin, filepath.Join(gr.root, "internal", "matrix"), gr.tmp, req, p.Rel, stderr)
+	res, err := runExplorer(gr, req, p.Rel, stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,9 @@ import (
 
 // stopSignals end what a command that builds a binary is doing, and it removes the build: Ctrl-C,
 // a SIGTERM, and a SIGHUP. Hazard: a terminal closed under lab -dir (a tmux window killed) sends
-// SIGHUP, and a build left in $TMPDIR/lockstep-grade-* stayed there for good.
+// SIGHUP, and a build left in $TMPDIR/lockstep-grade-* stayed there for good. On Windows Go
+// delivers Ctrl-C and Ctrl-Break as os.Interrupt and a closed console window, a log-off or a
+// shutdown as SIGTERM; SIGHUP never comes there.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 // buildPkg and buildTest build the test binaries and labs the commands run (grading.Build,
@@ -38,34 +40,43 @@ var (
 	buildTest = grading.BuildTest
 )
 
-// grader is internal/matrix's test binary, built in a folder of its own: Go has virtual time
-// under go test alone, so the headless commands play the embedded backend in it. lab grade plays
-// a learner's row there (TestGrade, with the learner's package laid over it); lab run and lab
-// matrix play their cells there (TestPlay; in a lab built by lab -dir, with that learner's
-// package laid over it too, so its slug plays).
+// grader is internal/matrix's test binary: Go has virtual time under go test alone, so the
+// headless commands play the embedded backend in it. lab grade plays a learner's row there
+// (TestGrade, with the learner's package laid over it); lab run and lab matrix play their cells
+// there (TestPlay; in a lab built by lab -dir, with that learner's package laid over it too, so
+// its slug plays); lab explore and grade's exploring play their programs there (TestExplore). A
+// lab built from source builds it from the module it runs in; a downloaded lab runs the one packed
+// beside it (packedGrader), and builds one only for a learner's package.
 type grader struct {
 	ctx  context.Context
-	tmp  string // the build and the files the binary reads and writes; close removes it
+	tmp  string // the files the binary reads and writes (and its build); close removes it
 	bin  string
-	root string // the module's folder: the binary runs in its internal/matrix
 	what string // "the grader of steps/mine", for an error
 }
 
 // buildGrader builds the grader, saying so on stderr: with p's package laid over it (nodes lock
-// nodes) when p is given, else the module that holds the working directory as it stands. ctx
-// ending (Ctrl-C) stops the build: a childExit with status 130. Hazard: close what it returns,
-// or its build stays behind.
+// nodes) when p is given; else it is the one packed beside a downloaded lab, or one built from the
+// module that holds the working directory as it stands. ctx ending (Ctrl-C) stops the build: a
+// childExit with status 130. Hazard: close what it returns, or its build stays behind.
 func buildGrader(ctx context.Context, p *grading.Pkg, nodes int, stderr io.Writer) (*grader, error) {
 	g := &grader{ctx: ctx, what: "the grader"}
+	var root string
 	if p != nil {
-		g.root, g.what = p.Root, "the grader of "+p.Rel
+		root, g.what = p.Root, "the grader of "+p.Rel
 	} else {
-		wd, err := os.Getwd()
-		if err == nil {
-			g.root, err = grading.ModuleRoot(wd)
-		}
+		bin, err := packedGrader()
 		if err != nil {
-			return nil, fmt.Errorf("the embedded backend plays in virtual time in a grader built from lockstep's source (go test -c ./internal/matrix), and %v: run the lab inside lockstep's folder, or choose another backend with -redis", err)
+			return nil, err
+		}
+		g.bin = bin
+		if bin == "" {
+			wd, err := os.Getwd()
+			if err == nil {
+				root, err = grading.ModuleRoot(wd)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("the embedded backend plays in virtual time in a grader built from lockstep's source (go test -c ./internal/matrix), and %v: run the lab inside lockstep's folder, use a downloaded lab (its grader is packed beside it), or choose another backend with -redis", err)
+			}
 		}
 	}
 	tmp, err := os.MkdirTemp("", "lockstep-grade-")
@@ -73,12 +84,15 @@ func buildGrader(ctx context.Context, p *grading.Pkg, nodes int, stderr io.Write
 		return nil, err
 	}
 	g.tmp = tmp
-	if p != nil {
+	switch {
+	case g.bin != "": // packed beside the lab
+		return g, nil
+	case p != nil:
 		fmt.Fprintf(stderr, "lab: building the grader with %s (go test -c; the first time takes a while)…\n", p.Rel)
 		g.bin, err = buildPkg(ctx, p, grading.GraderOverlay(p, nodes), tmp)
-	} else {
+	default:
 		fmt.Fprintln(stderr, "lab: building the grader, to play in virtual time (go test -c ./internal/matrix; the first time takes a while)…")
-		g.bin, err = buildTest(ctx, g.root, "internal/matrix", "the grader", tmp)
+		g.bin, err = buildTest(ctx, root, "internal/matrix", "the grader", tmp)
 	}
 	if err != nil {
 		g.close()
@@ -90,16 +104,26 @@ func buildGrader(ctx context.Context, p *grading.Pkg, nodes int, stderr io.Write
 	return g, nil
 }
 
-// close removes the grader's build and files.
+// inspectToBuild is grading.Inspect of the learner's folder dir for a command that compiles it
+// (what: "grade"), once it has found the go command that will: a lab downloaded to a machine
+// without Go says so first, in one line, and what runs without it.
+func inspectToBuild(what, dir string) (*grading.Pkg, error) {
+	if _, err := grading.GoTool(); err != nil {
+		return nil, fmt.Errorf("%s compiles your lock with the Go toolchain, and %w; the terminal lab, run, matrix, judge, explore of a step and pages run without it", what, err)
+	}
+	return grading.Inspect(dir)
+}
+
+// close removes the grader's files and build (never a packed grader: it lives beside the lab).
 func (g *grader) close() { os.RemoveAll(g.tmp) }
 
 // command is the grader running test alone, with env added to this process's; ctx ending stops
 // it (a SIGTERM: it ends everything it started).
 func (g *grader) command(test string, env []string) *exec.Cmd {
 	cmd := exec.CommandContext(g.ctx, g.bin, "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Dir = filepath.Join(g.root, "internal", "matrix")
+	cmd.Dir = g.tmp // it reads nothing of the source tree: a packed grader has none beside it
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.Cancel = grading.Cancel(cmd, syscall.SIGTERM)
 	cmd.WaitDelay = 30 * time.Second // its own clean-up (every Redis it started) takes a moment
 	return cmd
 }

@@ -14,6 +14,7 @@
 //	go run ./lab -program found.json              the terminal lab on a program explore -save found
 //	go run ./lab class alice.json bob.json        a room's saved grades in one table (grade -name -save)
 //	go run ./lab serve                            the lab for a whole room over SSH (lab/serve)
+//	go run ./lab version                          the lab's version and commit (-version too)
 package main
 
 import (
@@ -84,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return classCmd(args[1:], stdout, stderr)
 		case "serve":
 			return serveCmd(args[1:], stdout, stderr)
+		case "version", "-version", "--version":
+			return versionCmd(args[1:], stdout, stderr)
 		case "help":
 			return run([]string{"-h"}, stdout, stderr)
 		}

@@ -23,7 +23,7 @@ func tuiCmd(args []string, stdout, stderr io.Writer) error {
 		"every key; -dir adds your own lock's folder as the picker's last line; -program FILE opens it on the\n"+
 		"program lab explore -save FILE found, its run played at the lab's pace. Headless: lab run -step 04\n"+
 		"-scenario slow, lab matrix, lab list steps, lab grade steps/mine, lab explore 04, lab judge runs.json,\n"+
-		"lab class alice.json bob.json (each takes -h).", stderr)
+		"lab class alice.json bob.json, lab version (each takes -h).", stderr)
 	backend := fs.String("redis", os.Getenv("LAB_REDIS"), "the Redis backend (default embedded; env LAB_REDIS)")
 	slow := fs.Float64("speed", 10, "slow time down this many times, so a person can follow a TTL (1 = the tests' pace, TTL 200 ms; 10 = TTL 2 s);\n"+
 		"from 1 to 100; in the lab [ and ] step through 1, 2, 5, 10, 20, from any -speed to the nearest level that way")

@@ -3,7 +3,6 @@ package explore_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -19,26 +18,6 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
-
-// learner is the lock lab explore plays when it was given a folder, and learnerPkg its import
-// path: the file it lays over this package (zz_learner_overlay_test.go, which must not exist on
-// disk) sets them in its init.
-var (
-	learner    *steps.Step
-	learnerPkg string
-)
-
-// TestExplore explores for lab explore (explore.Serve): it reads the Request in
-// $LOCKSTEP_EXPLORE, plays its programs, each in a testing/synctest bubble of its own, writes the
-// Result to the Request's file, and says where it stands on stderr, a Progress as JSON a line.
-func TestExplore(t *testing.T) {
-	if os.Getenv(explore.Env) == "" {
-		t.Skip("lab explore runs this test with $" + explore.Env + " set")
-	}
-	if err := explore.Serve(learner, learnerPkg, bubble(t)); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // bubble plays f in a synctest bubble of t.
 func bubble(t *testing.T) func(func()) {

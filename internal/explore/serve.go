@@ -11,9 +11,9 @@ import (
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
-// Serve is the TestExplore that lab explore and lab grade run in a test binary they built:
-// internal/explore's (lab explore), or internal/matrix's grader, where grade played the learner's
-// row (one build for both). It explores what the Request in $LOCKSTEP_EXPLORE asks — the
+// Serve is the TestExplore that lab explore and lab grade run in internal/matrix's test binary, the
+// grader (where grade played the learner's row: one build for both; a downloaded lab's packed
+// grader explores a step). It explores what the Request in $LOCKSTEP_EXPLORE asks — the
 // catalog's step it names, else learner, the lock laid over the binary, whose import path is pkg —
 // each program in a bubble, says where it stands on stderr (a Progress as JSON a line) and writes
 // the Result to the Request's file. Hazard: it runs in a test binary only (bubble is a
