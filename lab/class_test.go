@@ -91,7 +91,7 @@ func TestGradeWantAndClass(t *testing.T) {
 	if err := run([]string{"class", saved, room}, &cls, &clsErr); err != nil {
 		t.Fatalf("lab class with a room: %v\n%s", err, cls.String())
 	}
-	if !regexpLine(cls.String(), `^ada +since .* ada\.json: step 4's row +04_atomic_ttl: overlap, oversold$`) || !regexpLine(cls.String(), `^bob .* – +–$`) {
+	if !regexpLine(cls.String(), `^ada +since .* ada\.json: step 4's row +05 10/10 +04_atomic_ttl: overlap, oversold$`) || !regexpLine(cls.String(), `^bob .* – +– +–$`) {
 		t.Errorf("the room's learners are not beside their grades:\n%s", cls.String())
 	}
 
@@ -179,12 +179,14 @@ func TestClassBadInput(t *testing.T) {
 	}
 }
 
-// writeRoom writes a room file as lab serve -save keeps it: ada, who broke step 4, and bob.
+// writeRoom writes a room file as lab serve -save keeps it: ada, who broke step 4 and reached
+// step 5's drive goal in par, and bob.
 func writeRoom(t *testing.T, dir string) string {
 	at := time.Date(2026, 11, 28, 9, 30, 0, 0, time.Local)
 	f := serve.File{Lockstep: "room", Saved: at, Learners: []serve.Learner{
 		{Name: "ada", Since: at.Add(-time.Hour), Step: "04_atomic_ttl", Screen: "arena", Fault: "x crash", Key: at, Visits: 1,
-			Breaks: []serve.Break{{Step: "04_atomic_ttl", Kind: steps.Overlap, At: at}, {Step: "04_atomic_ttl", Kind: steps.Oversold, At: at}}},
+			Breaks: []serve.Break{{Step: "04_atomic_ttl", Kind: steps.Overlap, At: at}, {Step: "04_atomic_ttl", Kind: steps.Oversold, At: at}},
+			Solved: []serve.Solved{{Step: "05_owner", Moves: 10, Par: 10, At: at}}},
 		{Name: "bob", Since: at.Add(-time.Hour), Left: at.Add(-time.Minute), Why: "left", Step: "02_setnx", Screen: "picker", Key: at, Visits: 1},
 	}}
 	b, err := json.Marshal(f)
@@ -199,7 +201,7 @@ func writeRoom(t *testing.T, dir string) string {
 }
 
 // TestClassReadsARoom: lab class of a room file alone lists its learners, their steps, the last
-// fault each pressed and the breaks they saw; -html of a room alone is bad input (exit 2).
+// fault each pressed, the drive challenges they reached and the breaks they saw; -html of a room alone is bad input (exit 2).
 func TestClassReadsARoom(t *testing.T) {
 	room := writeRoom(t, t.TempDir())
 	var out, errw bytes.Buffer
@@ -207,8 +209,8 @@ func TestClassReadsARoom(t *testing.T) {
 		t.Fatalf("lab class room.json: %v\n%s", err, errw.String())
 	}
 	for _, re := range []string{`^The room in .*room\.json \(saved 2026-11-28 09:30\): 2 learners$`,
-		`^ada +since 08:30 +04_atomic_ttl +x crash +04_atomic_ttl: overlap, oversold$`,
-		`^bob +left 09:29 \(left\) +02_setnx +– +–$`} {
+		`^ada +since 08:30 +04_atomic_ttl +x crash +05 10/10 +04_atomic_ttl: overlap, oversold$`,
+		`^bob +left 09:29 \(left\) +02_setnx +– +– +–$`} {
 		if !regexpLine(out.String(), re) {
 			t.Errorf("no line %s in:\n%s", re, out.String())
 		}

@@ -77,8 +77,10 @@ func serveCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	drv := &roomDriver{}
+	defer drv.close() // after Shutdown below: every learner's drive session has ended
 	srv, err := serve.New(serve.Config{Password: *password, Max: *maxN, Idle: *idle, Pause: *pause, HostKey: pem,
-		Lab: tui.Options{Slow: *slow, Buyers: *buyers, Stock: *stock}, Room: serve.NewRoom(kept)})
+		Lab: tui.Options{Slow: *slow, Buyers: *buyers, Stock: *stock, Driver: drv.open}, Room: serve.NewRoom(kept)})
 	if err != nil {
 		return err
 	}

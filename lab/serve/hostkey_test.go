@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,9 @@ func TestRoomFile(t *testing.T) {
 	r.tell(ada, tui.Activity{Step: "04_atomic_ttl", Screen: "arena", Fault: "x crash"})
 	r.tell(ada, tui.Activity{Step: "04_atomic_ttl", Screen: "arena", Broke: "overlap"})
 	r.tell(ada, tui.Activity{Step: "04_atomic_ttl", Screen: "arena", Broke: "overlap"})
+	r.tell(bob, tui.Activity{Step: "05_owner", Screen: "arena", Solved: 12, Par: 10})
+	r.tell(bob, tui.Activity{Step: "05_owner", Screen: "arena", Solved: 11, Par: 10})
+	r.tell(bob, tui.Activity{Step: "05_owner", Screen: "arena", Solved: 14, Par: 10})
 	r.tell(bob, tui.Activity{Step: "02_setnx", Screen: "picker"})
 	r.leave(ada2, "left")
 	file := filepath.Join(t.TempDir(), "room.json")
@@ -68,10 +72,13 @@ func TestRoomFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := strings.Join(Table(*f, at, 200, false, nil), "\n")
-	for _, want := range []string{"ada ", "04_atomic_ttl", "x crash", "04_atomic_ttl: overlap", "bob ", "02_setnx (picker)", "ada (2)", "left 09:00 (left)"} {
+	for _, want := range []string{"ada ", "04_atomic_ttl", "x crash", "04_atomic_ttl: overlap", "bob ", "02_setnx (picker)", "05 11/10", "ada (2)", "left 09:00 (left)"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
+	}
+	if _, log := r.Snapshot(); !slices.Contains(log, "09:00:00  bob reached 05_owner's drive goal in 11 moves (par 10)") || strings.Contains(strings.Join(log, "\n"), "in 14 moves") {
+		t.Errorf("the log says of bob's drive goal:\n%s", strings.Join(log, "\n"))
 	}
 	if n := strings.Count(table, "overlap"); n != 1 {
 		t.Errorf("overlap on 04 told twice is in the table %d times", n)

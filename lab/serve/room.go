@@ -29,9 +29,10 @@ type Learner struct {
 	Screen string    `json:"screen,omitempty"`
 	Fault  string    `json:"fault,omitempty"` // the last fault key they pressed: "x crash", "b slow"
 	Breaks []Break   `json:"breaks,omitempty"`
-	Key    time.Time `json:"key"`            // their last key (or their arrival)
-	Away   bool      `json:"away,omitempty"` // their lab is held for want of a key
-	Visits int       `json:"visits"`         // how many sessions they have had
+	Solved []Solved  `json:"solved,omitempty"` // drive challenges reached, one a step, the fewest moves kept
+	Key    time.Time `json:"key"`              // their last key (or their arrival)
+	Away   bool      `json:"away,omitempty"`   // their lab is held for want of a key
+	Visits int       `json:"visits"`           // how many sessions they have had
 
 	here int // sessions open now
 }
@@ -41,6 +42,15 @@ type Break struct {
 	Step string     `json:"step"`
 	Kind steps.Kind `json:"kind"`
 	At   time.Time  `json:"at"`
+}
+
+// Solved is a step's drive challenge a learner reached (m in the arena): in Moves, against its
+// Par, first at At (the time of the fewest moves).
+type Solved struct {
+	Step  string    `json:"step"`
+	Moves int       `json:"moves"`
+	Par   int       `json:"par"`
+	At    time.Time `json:"at"`
 }
 
 // File is what -save writes and lab class reads: the room as it last stood.
@@ -125,6 +135,20 @@ func (r *Room) tell(l *Learner, a tui.Activity) {
 	if a.Broke != "" && !slices.ContainsFunc(l.Breaks, func(b Break) bool { return b.Step == a.Step && b.Kind == a.Broke }) {
 		l.Breaks = append(l.Breaks, Break{Step: a.Step, Kind: a.Broke, At: r.now()})
 	}
+	if a.Solved > 0 {
+		i := slices.IndexFunc(l.Solved, func(s Solved) bool { return s.Step == a.Step })
+		switch {
+		case i < 0:
+			l.Solved = append(l.Solved, Solved{Step: a.Step, Moves: a.Solved, Par: a.Par, At: r.now()})
+		case a.Solved < l.Solved[i].Moves:
+			l.Solved[i].Moves, l.Solved[i].At = a.Solved, r.now()
+		default:
+			a.Solved = 0 // not news
+		}
+		if a.Solved > 0 {
+			r.logLocked("%s reached %s's drive goal in %d moves (par %d)", l.Name, a.Step, a.Solved, a.Par)
+		}
+	}
 	r.changedLocked()
 }
 
@@ -181,6 +205,7 @@ func (r *Room) Snapshot() (File, []string) {
 	for _, l := range r.learners {
 		c := *l
 		c.Breaks = slices.Clone(l.Breaks)
+		c.Solved = slices.Clone(l.Solved)
 		f.Learners = append(f.Learners, c)
 	}
 	return f, slices.Clone(r.log)

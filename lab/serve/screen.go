@@ -101,7 +101,7 @@ func width(sc Screen) int {
 // Table is the room as a table, a learner a line under a header: their name, since when they
 // are here (or when they left, and why), the step on their screen, the last fault key they
 // pressed, how long since their last key (live: false for a saved room, whose idle times are
-// over), and the breaks they have seen (each step's kinds). With graded, a column says what it
+// over), the drive challenges they reached, and the breaks they have seen (each step's kinds). With graded, a column says what it
 // says of each learner's name (lab class: their grade).
 func Table(f File, now time.Time, w int, live bool, graded func(name string) string) []string {
 	var b strings.Builder
@@ -113,7 +113,7 @@ func Table(f File, now time.Time, w int, live bool, graded func(name string) str
 	if graded != nil {
 		head += "GRADE\t"
 	}
-	fmt.Fprintln(tw, head+"BREAKS SEEN")
+	fmt.Fprintln(tw, head+"DRIVEN\tBREAKS SEEN")
 	for _, l := range f.Learners {
 		here, idle := "since "+l.Since.Format("15:04"), ""
 		switch {
@@ -138,7 +138,7 @@ func Table(f File, now time.Time, w int, live bool, graded func(name string) str
 		if graded != nil {
 			grade = graded(l.Name) + "\t"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s%s\n", l.Name, here, step, dash(l.Fault), idle, grade, Breaks(l.Breaks))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s%s\t%s\n", l.Name, here, step, dash(l.Fault), idle, grade, Driven(l.Solved), Breaks(l.Breaks))
 	}
 	tw.Flush()
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
@@ -165,6 +165,20 @@ func Breaks(bs []Break) string {
 	var parts []string
 	for _, st := range order {
 		parts = append(parts, st+": "+strings.Join(by[st], ", "))
+	}
+	return dash(strings.Join(parts, " · "))
+}
+
+// Driven is the drive challenges a learner reached, in the order first reached, each as its
+// step's number (a side road's slug), the moves it took and the par: "05 10/10 · 04 11/9".
+func Driven(ss []Solved) string {
+	var parts []string
+	for _, s := range ss {
+		n, _, _ := strings.Cut(s.Step, "_")
+		if n == "side" {
+			n = s.Step
+		}
+		parts = append(parts, fmt.Sprintf("%s %d/%d", n, s.Moves, s.Par))
 	}
 	return dash(strings.Join(parts, " · "))
 }

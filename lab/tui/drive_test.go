@@ -59,3 +59,39 @@ func TestDriveEndJudges(t *testing.T) {
 		t.Fatalf("after 1 1 e and enter:\n%s", v)
 	}
 }
+
+// TestDriveTellsTheRoom: a challenge reached is told to the room (lab serve's Watch) with its
+// moves and par, once; again only in fewer moves.
+func TestDriveTellsTheRoom(t *testing.T) {
+	ch, _ := catalog.ChallengeOf("05_owner")
+	keys := append([]string{"5", "enter", "m"}, strings.Fields(ch.Solution)...)
+	fm, _ := runTeaModel(t, driving(t), 100, 30, "GOAL REACHED", keys...)
+	var told []Activity
+	w := watcher{tell: func(a Activity) { told = append(told, a) }, broke: map[string]bool{}, best: map[string]int{}}
+	solved := func() (n []int) {
+		w.watch(fm, false)
+		for _, a := range told {
+			if a.Solved > 0 {
+				if a.Step != "05_owner" || a.Par != ch.Par() {
+					t.Errorf("told %+v", a)
+				}
+				n = append(n, a.Solved)
+			}
+		}
+		return n
+	}
+	if got := solved(); len(got) != 1 || got[0] != 10 {
+		t.Fatalf("reached in 10: told %v", got)
+	}
+	if got := solved(); len(got) != 1 {
+		t.Fatalf("told again with nothing new: %v", got)
+	}
+	fm.drv.reached = 12
+	if got := solved(); len(got) != 1 {
+		t.Fatalf("told a worse solution: %v", got)
+	}
+	fm.drv.reached = 9
+	if got := solved(); len(got) != 2 || got[1] != 9 {
+		t.Fatalf("a better solution: told %v", got)
+	}
+}

@@ -35,7 +35,7 @@ type lab struct {
 // Hazard: call stop once the program has returned: the session's Redis and buyers run until then.
 func New(o Options) (model tea.Model, stop func()) {
 	l := &lab{m: newModel(o), now: time.Now, dirty: true}
-	l.watcher = watcher{tell: o.Watch, broke: map[string]bool{}}
+	l.watcher = watcher{tell: o.Watch, broke: map[string]bool{}, best: map[string]int{}}
 	return l, l.shutdown
 }
 

@@ -15,6 +15,9 @@ type Activity struct {
 	Fault string
 	// Broke is a kind the referee found just now on Step, the first time on that step; else "".
 	Broke steps.Kind
+	// Solved is the moves in which the learner just reached Step's drive challenge (its goal), the
+	// first time or in fewer moves than before; Par is the challenge's. 0 otherwise.
+	Solved, Par int
 }
 
 // watcher tells Options.Watch what changed after each message.
@@ -22,6 +25,7 @@ type watcher struct {
 	tell  func(Activity)
 	told  Activity        // where the learner was last said to be
 	broke map[string]bool // step/kind, each told once
+	best  map[string]int  // step: the fewest moves its challenge was told reached in
 }
 
 // watch tells where the learner is if that changed, the fault key the model noted (pressed),
@@ -40,6 +44,14 @@ func (w *watcher) watch(m *model, away bool) {
 		a := now
 		a.Fault, m.pressed = m.pressed, ""
 		w.tell(a)
+	}
+	if dm := m.drv; dm != nil && dm.reached > 0 {
+		if best, ok := w.best[now.Step]; !ok || dm.reached < best {
+			w.best[now.Step] = dm.reached
+			a := now
+			a.Solved, a.Par = dm.reached, dm.ch.Par()
+			w.tell(a)
+		}
 	}
 	if m.ar == nil {
 		return
