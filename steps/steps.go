@@ -122,7 +122,7 @@ type Step struct {
 	// its page draw it.
 	Shows string
 	// Needs names the commands the step sends that not every Redis runs (DELEX). A run on a lock
-	// node whose server lacks one is not played: it says why (sim.ErrCannotStage), never passes.
+	// node whose server lacks one is not played: it says why (arena.ErrCannotStage), never passes.
 	Needs []Need
 
 	// New builds the step's Locker for one process.

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
@@ -92,7 +91,7 @@ func Row(st *steps.Step, play func(*steps.Step, steps.Scenario) (*referee.Report
 		c := Cell{Step: st.Slug, Scenario: string(sc), Violations: []steps.Kind{}}
 		switch {
 		case errors.Is(err, arena.ErrCannotStage):
-			c.Skipped = strings.TrimPrefix(err.Error(), "sim: ")
+			c.Skipped = err.Error()
 		case errors.Is(err, redisenv.ErrSingleNode):
 			c.Skipped = fmt.Sprintf("an existing server is one lock node, and %s needs %d", st.Slug, st.Nodes)
 		case err != nil:

@@ -1,7 +1,11 @@
-// Package sim is lockstep's arena: it runs buyers as simulated processes against a step's lock and
-// order handler, injects faults through each process's Redis hook and the shop's work, records
-// everything it observes as a History, and has a Referee judge that history. It knows nothing
-// about any particular step.
+// Package referee judges a run from its history alone: it reads each history.Record as it comes
+// (or a saved history afterwards, lab judge), keeps what the lock and the shop are at each moment,
+// announces each violation of an invariant (vocab's kinds) with the records that prove it, and at
+// the end reports the verdict a scenario is judged on. It imports only the history, the words
+// (vocab) and the shop's linearizability check (shopcheck): never the arena, a backend or the lab,
+// so a verdict depends on what was recorded, not on how it was played. Hazard: the arena also asks
+// it live questions while staging (who holds, who is inside, who is releasing), so a change to
+// judging can change how a scenario plays.
 package referee
 
 import (

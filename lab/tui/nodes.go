@@ -24,7 +24,7 @@ type nodeView struct {
 // multi tells whether the lock lives on several nodes.
 func (a *board) multi() bool { return len(a.nodes) > 1 }
 
-// nodeName is how a sentence names node i (0-based): "lock-2", as sim's nodes are named.
+// nodeName is how a sentence names node i (0-based): "lock-2", as the arena's nodes are named.
 func nodeName(i int) string { return fmt.Sprintf("lock-%d", i+1) }
 
 // onNode is " on lock-2" for a quorum lock, "" for a one-node lock.

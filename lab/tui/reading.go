@@ -13,7 +13,7 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
-// lockReading is one reading of the lock (sim's Arena.Lock: value, TTL and owner of one moment),
+// lockReading is one reading of the lock (arena.Arena's Lock: value, TTL and owner of one moment),
 // and the session time it was taken. The LOCK line says what one reading says, and nothing else,
 // so it never contradicts itself.
 type lockReading struct {
@@ -22,7 +22,7 @@ type lockReading struct {
 	at    time.Duration
 }
 
-// read takes the reading from sim's arena x: the first node's lock, and on a quorum every node's.
+// read takes the reading from the arena x: the first node's lock, and on a quorum every node's.
 func (r *lockReading) read(ctx context.Context, x *arena.Arena, quorum bool) {
 	if quorum {
 		r.nodes = x.Locks(ctx)
@@ -131,7 +131,7 @@ func (a *board) buyerName(n int) string {
 	return fmt.Sprintf("buyer %d", n)
 }
 
-// roster follows which live buyers are ordering, as sim says (Live.Active): a buyer that was and
+// roster follows which live buyers are ordering, as the arena says (Live.Active): a buyer that was and
 // is no longer is retired.
 type roster struct {
 	active      []int // the buyers ordering, oldest first
@@ -139,7 +139,7 @@ type roster struct {
 	lastRetired int
 }
 
-// sync takes the buyers still ordering from sim.
+// sync takes the buyers still ordering from the arena.
 func (r *roster) sync(active []int) {
 	for _, n := range r.active {
 		if !slices.Contains(active, n) {

@@ -153,7 +153,7 @@ func (a *board) rewindLines(w int) []string {
 	return clip(l, 2, w)
 }
 
-// said is event i in words (sim's, as the log says them), with the lock as it stood after it
+// said is event i in words (the referee's, as the log says them), with the lock as it stood after it
 // where that is the news.
 func (a *board) said(i int) string {
 	s := a.hist.at(i)

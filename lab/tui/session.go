@@ -91,7 +91,7 @@ func (s *session) stop() {
 	}
 }
 
-// now is the session's clock, as its events' At count it: its arena's, from the moment sim
+// now is the session's clock, as its events' At count it: its arena's, from the moment the arena
 // started it.
 func (s *session) now() time.Duration {
 	if s.live != nil {
@@ -109,7 +109,7 @@ func (s *session) now() time.Duration {
 type tickMsg struct{ gen int }
 
 // tick reads the lock every so often (its TTL is Redis's to tell) into the feed, and moves the
-// timeline's clock. The reading is sim's (owner, value and TTL of one moment), from the live
+// timeline's clock. The reading is the arena's (owner, value and TTL of one moment), from the live
 // session's arena or the canned run's; a run that has not begun or is over is not read.
 func (m *model) tick() tea.Cmd {
 	s := m.sess
@@ -283,7 +283,7 @@ func (m *model) feedIn(msg feedMsg) tea.Cmd {
 	return m.sess.feed.next()
 }
 
-// tickIn moves the picture's clock. (Stuck is judged live by sim: an EvViolation.)
+// tickIn moves the picture's clock. (Stuck is judged live by the referee: an EvViolation.)
 func (m *model) tickIn(msg tickMsg) tea.Cmd {
 	if msg.gen != m.gen || m.sess == nil || m.ar == nil {
 		return nil

@@ -1,9 +1,15 @@
+// Package tui is the terminal lab (Bubble Tea): the step picker, the arena where live buyers and
+// the scenarios play, drive mode, the code pane and help, drawn from the arena's events with
+// lab/picture's marks and lab/course's words. lab runs it on a terminal (Run) and lab serve one per
+// SSH session (New). It starts sessions through internal/arena and internal/scenario and must not
+// import lab/page or lab/serve. Hazard: every session runs on the wall clock (people watch it);
+// only drive mode plays in virtual time, in the grader.
 package tui
 
 // The terminal lab, built of components the way soft-serve and gh-dash build Bubble Tea programs:
 //
 //   - model (this file) routes messages and owns the session: at most one at a time, live buyers
-//     (sim.Live) or a canned scenario (sim.Run in a goroutine), see session.go. Every session
+//     (arena.Live) or a canned scenario (scenario.Run in a goroutine), see session.go. Every session
 //     has its own Redis and a generation number; messages of an older generation are dropped.
 //   - the panes: picker.go, arenapane.go (shop, lock, invariants, log) with timeline.go,
 //     codepane.go and helppane.go, each a component (SetSize, Update, View, KeyMap; its key map
@@ -35,7 +41,7 @@ import (
 // laid over it (lab -dir); nil in the lab as shipped.
 type Options struct {
 	Backend string
-	Slow    float64 // slow-down factor of sim.DefaultTiming
+	Slow    float64 // slow-down factor of history.DefaultTiming
 	Buyers  int
 	Stock   int
 	Program *Program // a found program to play at the start (-program), or nil

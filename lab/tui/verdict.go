@@ -10,7 +10,7 @@ import (
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
-// The verdict is sim's: the kinds it announced (EvViolation) and, when a canned run ends, its
+// The verdict is the referee's: the kinds it announced (EvViolation) and, when a canned run ends, its
 // report. Every sentence a learner reads about a violation is the referee's own; the lab only
 // counts (the SHOP line's numbers) and says what the referee could not judge.
 
@@ -48,7 +48,7 @@ func (a *board) violated(k steps.Kind) (string, bool) {
 	return s, ok
 }
 
-// notLive is the kind sim does not judge while a live session runs: idle is a share of the
+// notLive is the kind the referee does not judge while a live session runs: idle is a share of the
 // whole run, and only a finished run's report says it.
 const notLive = steps.Idle
 
