@@ -69,6 +69,7 @@ type Arena struct {
 	idle     *idleProbe  // the allowance of each idle gap
 	stalls   *stallWatch // on the wall clock: how long the machine stalled the run
 	gate     Gate        // a drive session's (Config.Gate), or nil
+	virtual  bool        // the run plays in a testing/synctest bubble (VirtualClock)
 
 	mu        sync.Mutex // guards what follows, procs and the orders
 	procs     []*process
@@ -115,6 +116,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		fenceKey: pre + inventoryKeys + "stock:product:1001:fence",
 		onEvent:  cfg.OnEvent,
 		start:    time.Now(),
+		virtual:  VirtualClock(time.Now()),
 		prio:     newPriority(len(cfg.Env.Nodes()), 4*cfg.Timing.TTL),
 		sig:      newSignals(),
 		gate:     cfg.Gate,

@@ -326,7 +326,7 @@ func (p *process) network(ctx context.Context, node int) error {
 	if err := p.outages(ctx, node); err != nil {
 		return err
 	}
-	return p.sleep(ctx, p.a.t.RTT)
+	return p.sleep(ctx, p.a.trip(p.n))
 }
 
 // outages waits while the process is frozen and, to lock node node, while its links are cut or
@@ -355,6 +355,31 @@ func (p *process) outages(ctx context.Context, node int) error {
 		}
 	}
 	return nil
+}
+
+// arrivalGrid is the grid on which commands arrive in virtual time, and arrivalStep how far
+// apart on it two buyers' arrivals are: a command of buyer n arrives n × arrivalStep past the
+// first grid line a round trip after it left.
+const (
+	arrivalGrid = time.Microsecond
+	arrivalStep = 10 * time.Nanosecond
+)
+
+// trip is how long a command of buyer n leaving now takes to arrive: one round trip. In virtual
+// time it arrives on its buyer's own instant (arrivalGrid, arrivalStep), so that no two buyers'
+// commands ever reach a server (a lock node or the inventory) at one simulated instant, where the
+// Go scheduler, not the lab, would order them: the buyer with the lower number goes first, and
+// whatever its command sets going there (its record, the events the stage waits for) is done
+// before the next buyer's arrives. Hazard: two goroutines of one process that send at one
+// instant still race (a watchdog's tick and its order's command); a command costs up to
+// arrivalGrid more than the round trip, far inside every staged margin.
+func (a *Arena) trip(n int) time.Duration {
+	if !a.virtual {
+		return a.t.RTT
+	}
+	now := a.Since()
+	at := (now + a.t.RTT + arrivalGrid - 1) / arrivalGrid * arrivalGrid
+	return at + time.Duration(n%int(arrivalGrid/arrivalStep))*arrivalStep - now
 }
 
 // lockHook is a process's go-redis hook on one lock node's client: the simulated network, the

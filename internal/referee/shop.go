@@ -137,12 +137,14 @@ func (r *Referee) passedBy(o *rorder, at time.Duration) {
 }
 
 // passes counts the orders that began after o, while o was not at its own work, and got in
-// first, in the inventory's order. Hazard: an order that does its work before anything else (a lock-free
-// sale, step 17) is busy, not waiting; counting those that began meanwhile called it starved.
+// first, in the inventory's order. An order that began at the same instant as o did not ask
+// after it, whichever was recorded first (the Go scheduler's pick). Hazard: an order that does
+// its work before anything else (a lock-free sale, step 17) is busy, not waiting; counting those
+// that began meanwhile called it starved.
 func (r *Referee) passes(o *rorder) int {
 	n := 0
 	for _, x := range r.ranked[o.rank+1:] {
-		if x.buyer != o.buyer && !o.unpassed[x.id] && x.entry > 0 && (o.entry == 0 || x.entry < o.entry) {
+		if x.buyer != o.buyer && x.began > o.began && !o.unpassed[x.id] && x.entry > 0 && (o.entry == 0 || x.entry < o.entry) {
 			n++
 		}
 	}
