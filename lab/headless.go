@@ -234,10 +234,11 @@ func scenarioList() string {
 	return strings.Join(s, ", ")
 }
 
-// listCmd prints the steps' slugs or the scenarios' names, one per line, for scripts.
+// listCmd prints the steps' slugs, the scenarios' names or the kinds of violation, one per line,
+// for scripts.
 func listCmd(args []string, stdout io.Writer) error {
 	if len(args) != 1 {
-		return usageError("list needs one argument: steps or scenarios")
+		return usageError("list needs one argument: steps, scenarios or kinds")
 	}
 	switch args[0] {
 	case "steps":
@@ -248,8 +249,12 @@ func listCmd(args []string, stdout io.Writer) error {
 		for _, sc := range scenario.Names() {
 			fmt.Fprintln(stdout, sc)
 		}
+	case "kinds":
+		for _, k := range steps.Kinds {
+			fmt.Fprintln(stdout, k)
+		}
 	default:
-		return usageError("list %q: want steps or scenarios", args[0])
+		return usageError("list %q: want steps, scenarios or kinds", args[0])
 	}
 	return nil
 }

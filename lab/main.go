@@ -5,7 +5,7 @@
 //	go run ./lab                                  the terminal lab
 //	go run ./lab run -step 04 -scenario slow      one scenario, its report in words (-json)
 //	go run ./lab matrix                           the steps × scenarios table (-json)
-//	go run ./lab list steps|scenarios             the names, one per line, for scripts
+//	go run ./lab list steps|scenarios|kinds       the names, one per line, for scripts
 //	go run ./lab judge runs.json                  judge saved runs again, offline (run/matrix -save)
 //	go run ./lab grade steps/mine                 your own lock against every scenario (see grade.go)
 //	go run ./lab explore 13                       random programs of faults until one breaks it, shrunk

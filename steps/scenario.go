@@ -35,6 +35,7 @@ const (
 	Overlap        = vocab.Overlap
 	Oversold       = vocab.Oversold
 	ForeignRelease = vocab.ForeignRelease
+	ForeignRenewal = vocab.ForeignRenewal
 	Stuck          = vocab.Stuck
 	LostSales      = vocab.LostSales
 	ReentryFailed  = vocab.ReentryFailed

@@ -150,6 +150,11 @@ type Record struct {
 	Says string `json:"says,omitempty"`
 	// Published is what a command published on the run's own channels (exact watchers only).
 	Published []Message `json:"published,omitempty"`
+	// Server names the lock node's server ("Redis 7.0.15", "miniredis v2.40.0") on the record of
+	// a command it answered with an error, and Lacks the commands of it the server does not run,
+	// as it says itself (COMMAND INFO): what the error replies are said with.
+	Server string   `json:"server,omitempty"`
+	Lacks  []string `json:"lacks,omitempty"`
 }
 
 // Message is one message published on a channel of the run (Channel without its prefix).
@@ -158,10 +163,13 @@ type Message struct {
 	Text    string `json:"text,omitempty"`
 }
 
-// Cmd is one command as sent: its name and arguments, key names without the run's prefix.
+// Cmd is one command as sent: its name and arguments, key names without the run's prefix, and
+// the error the server replied with, if it did (Err: "ERR unknown command 'hexpire'…",
+// "EXECABORT …", "WRONGTYPE …", "NOSCRIPT …", a script's error), never a network's.
 type Cmd struct {
 	Name string   `json:"name"`
 	Args []string `json:"args,omitempty"`
+	Err  string   `json:"err,omitempty"`
 }
 
 // KeyChange is what one command (or expiry) did to one key of a lock node: its value print before

@@ -50,6 +50,7 @@ const (
 	EvRestart     EventKind = "restart"     // lock node Node restarted without persistence and forgot every key (OK, Err)
 	EvLine        EventKind = "line"        // a list of the run (Channel: its key) holds buyers Line, first first; Buyer joined it
 	EvPublish     EventKind = "publish"     // Buyer's command published Sentence on channel Channel of lock node Node (a lock's wake-up)
+	EvNested      EventKind = "nested"      // Buyer's hold is entered Depth times now: a Lock granted while it held the lock (a re-entry), or an Unlock after one; no hold began or ended
 )
 
 // Event is one thing that happened in an arena, typed: the lab draws from its fields and says it
@@ -69,6 +70,7 @@ type Event struct {
 	Token    int64
 	Write    bool // EvFenced: the write was refused, not the read
 	Handed   bool // EvAcquired
+	Depth    int  // EvNested: how many Lock calls of its process have the hold now (1: the outer one alone)
 	Granted  bool // EvEnter: the order's Lock call had said yes before this read (false: a read before its Lock, a peek, or an order that takes no lock)
 	NoLock   bool // EvEnter: the run's step takes no lock (its history's header says so): the read is an entry with no Lock to say yes
 	Sold     bool // EvDone

@@ -26,6 +26,37 @@ type Foreign struct {
 	Rewrote bool          `json:"rewrote,omitempty"` // written over (a blind SET of "free"), not deleted
 }
 
+// Renewal is a lock's lease extended by a process that did not hold it at that moment (PEXPIRE,
+// a renewing script, a SET XX of the same value): a stray or unchecked watchdog keeping another's
+// lock alive.
+type Renewal struct {
+	By    int           `json:"by"`
+	Owner int           `json:"owner"`
+	Node  int           `json:"node"`
+	At    time.Duration `json:"at_ns"`
+	Cmd   string        `json:"cmd"` // the command that renewed it, as the timeline labels it
+	// Dead: the holder's process had died (its lock kept alive for nobody); Done: its orders had
+	// all ended.
+	Dead bool `json:"dead,omitempty"`
+	Done bool `json:"done,omitempty"`
+}
+
+// ReplyError is an error a lock node replied to a command of the lock with (an unknown command,
+// EXECABORT, WRONGTYPE, NOSCRIPT, a script's error): the first of each command and error, and
+// how many times it came.
+type ReplyError struct {
+	Buyer int    `json:"buyer"`
+	In    string `json:"in,omitempty"` // the call it was sent in: "lock", "unlock", or "" (neither)
+	Cmd   string `json:"cmd"`          // the command, upper case: "HPEXPIRE"
+	Err   string `json:"err"`          // the server's reply, its first line
+	// Server names the node's server ("Redis 7.0.15"), and Lacks says it does not run the
+	// command, as it said itself.
+	Server string        `json:"server,omitempty"`
+	Lacks  bool          `json:"lacks,omitempty"`
+	Times  int           `json:"times"`
+	At     time.Duration `json:"at_ns"`
+}
+
 // Rejection is an order that sold nothing and wrote nothing while units remained: turned away.
 type Rejection struct {
 	Buyer int           `json:"buyer"`

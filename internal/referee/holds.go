@@ -28,13 +28,22 @@ func (r *Referee) call(rec history.Record) {
 		return
 	}
 	delete(r.calls, rec.Call)
-	if !lock || rec.Buyer == 0 {
-		return
-	}
 	o := r.orders[c.order]
 	k := 0
 	if o != nil {
 		k = o.k
+	}
+	if !lock {
+		// An Unlock of a hold entered more than once gives back one entry: the hold goes on
+		// (one that released the lock has ended by now).
+		if h := r.holdOf(c.buyer); h != nil && h.depth > 1 {
+			h.depth--
+			r.say(Event{At: rec.At, Kind: EvNested, Buyer: c.buyer, Order: k, Depth: h.depth})
+		}
+		return
+	}
+	if rec.Buyer == 0 {
+		return
 	}
 	if !rec.OK || rec.Err != "" {
 		r.say(Event{At: rec.At, Kind: EvRefused, Buyer: c.buyer, Order: k})
@@ -44,6 +53,14 @@ func (r *Referee) call(rec history.Record) {
 	if o != nil {
 		o.granted = true
 		o.gotIn(rec.At)
+	}
+	if h := r.holdOf(c.buyer); h != nil {
+		// A Lock granted to the process that holds the lock already is a re-entry: its
+		// holder's hold goes on, whatever this call wrote (a count one more); no release, and
+		// no new hold.
+		h.depth++
+		r.say(Event{At: rec.At, Kind: EvNested, Buyer: c.buyer, Order: k, Depth: h.depth})
+		return
 	}
 	// The hold: what this call wrote and still holds; or, holding nothing of its own, what was
 	// written for it during the call by another process, among the keys it named (a hand-over).
@@ -61,7 +78,7 @@ func (r *Referee) call(rec history.Record) {
 		}
 	}
 	handed := false
-	if len(keys) == 0 && len(r.HoldKeys(c.buyer)) == 0 {
+	if len(keys) == 0 {
 		for nk := range c.named {
 			if st := r.node(nk.node)[nk.key]; st != nil && st.writer != c.buyer && st.writer != 0 && st.writtenAt >= c.began {
 				mark(nk, st, true)
@@ -70,9 +87,9 @@ func (r *Referee) call(rec history.Record) {
 		}
 	}
 	if len(keys) == 0 {
-		return // a nested acquire (the count lives in the process), or a Lock that says yes to nothing
+		return // a Lock that says yes to nothing
 	}
-	h := &hold{id: len(r.holds) + 1, buyer: c.buyer, order: c.order, keys: map[nodeKey]bool{}, rewrote: map[nodeKey]time.Duration{}, began: began}
+	h := &hold{id: len(r.holds) + 1, buyer: c.buyer, order: c.order, keys: map[nodeKey]bool{}, rewrote: map[nodeKey]time.Duration{}, began: began, depth: 1}
 	if !func() bool {
 		for _, created := range keys {
 			if created {
@@ -120,6 +137,16 @@ func (r *Referee) call(rec history.Record) {
 		}
 		r.freeAt = -1
 	}
+}
+
+// holdOf is process n's active hold, nil if it has none.
+func (r *Referee) holdOf(n int) *hold {
+	for _, h := range r.holds {
+		if !h.ended && h.buyer == n {
+			return h
+		}
+	}
+	return nil
 }
 
 // leave takes key nk out of h, at at: gone (deleted, or about to expire), or taken by another
@@ -240,6 +267,7 @@ func (r *Referee) command(rec history.Record) {
 	}
 	if rec.Buyer > 0 {
 		r.say(Event{At: rec.At, Kind: EvCommand, Buyer: rec.Buyer, Node: rec.Node, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r)})
+		r.replyErrors(rec)
 	}
 	r.lines(rec)
 	defer func() { // said after what the command did to the keys: a release, then its wake-up
@@ -267,6 +295,7 @@ func (r *Referee) command(rec history.Record) {
 			h = prev.hold
 		}
 		soon := !kc.Gone() && kc.TTL >= 0 && kc.TTL <= r.window
+		r.renewal(rec, kc, prev, h)
 		by := rec.Buyer
 		if !blame {
 			by = 0
@@ -364,6 +393,30 @@ func (r *Referee) command(rec history.Record) {
 			}
 		}
 	}
+}
+
+// renewal notes what a command of rec did to key kc, as prev was before it (with its hold h), if
+// it extended the key's lease and left its value (PEXPIRE, a renewing script, SET XX of the same
+// value): a renewal, and a foreign renewal where the key is what another process's active hold
+// created (its lock proper, not a line of waiters it keeps) — a lock its renewer did not hold at
+// that moment, kept alive by someone else.
+func (r *Referee) renewal(rec history.Record, kc history.KeyChange, prev *rkey, h *hold) {
+	if prev == nil || kc.Gone() || kc.Before != kc.After || prev.value != kc.After || prev.deadline < 0 || rec.Buyer <= 0 {
+		return
+	}
+	if kc.TTL >= 0 && rec.At+kc.TTL <= prev.deadline {
+		return
+	}
+	r.lastRenewal[rec.Buyer] = nodeSeq{rec.Node, rec.Seq}
+	nk := nodeKey{rec.Node, kc.Key}
+	if h == nil || h.ended || h.buyer == rec.Buyer || !h.keys[nk] {
+		return
+	}
+	owner := r.proc(h.buyer)
+	f := Renewal{By: rec.Buyer, Owner: h.buyer, Node: rec.Node, At: rec.At, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r).Label,
+		Dead: owner.dead, Done: owner.current == 0 && owner.orders > 0}
+	r.renewed = append(r.renewed, f)
+	r.announce(rec.At, vocab.ForeignRenewal, f.String(), f.By, f.Owner)
 }
 
 // takenBy is the buyer whose lock command rec of call c found taken (0: none): a key it named

@@ -31,6 +31,7 @@ func Merge(reps []*Report) *Report {
 			out.Others = append(out.Others, r.History)
 			out.Untracked = append(out.Untracked, r.Untracked...)
 			out.ForeignReleases = append(out.ForeignReleases, r.ForeignReleases...)
+			out.ForeignRenewals = append(out.ForeignRenewals, r.ForeignRenewals...)
 			out.Overlaps = append(out.Overlaps, r.Overlaps...)
 			out.Oversold = max(out.Oversold, r.Oversold)
 			if r.Disagree != "" && out.Disagree == "" {

@@ -67,6 +67,10 @@ type Referee struct {
 	holds   []*hold
 	granted int // Lock calls of buyers that returned true
 	foreign []Foreign
+	renewed []Renewal
+	replies []ReplyError
+	// lastRenewal is each process's latest command that extended a lease (Renewed).
+	lastRenewal map[int]nodeSeq
 
 	// waiting
 	freeAt  time.Duration // when the last active hold ended; -1 while one is active (or before any)
@@ -117,6 +121,7 @@ type rorder struct {
 	confirmed int
 	ended     bool
 	endedAt   time.Duration
+	failed    bool         // its handler returned an error
 	waited    bool         // a command of its Lock found the lock held by another
 	working   bool         // its work began, and no Lock call or stock operation of it has followed yet
 	unpassed  map[int]bool // orders that began while it worked: they asked while it did not wait
@@ -151,6 +156,12 @@ type nodeKey struct {
 	key  string
 }
 
+// nodeSeq places a command in a lock node's order.
+type nodeSeq struct {
+	node int
+	seq  int64
+}
+
 // rkey is one key of a lock node, as the referee last saw it.
 type rkey struct {
 	value     string
@@ -176,6 +187,10 @@ type hold struct {
 	rewrote          map[nodeKey]time.Duration // when its holder's Unlock last rewrote a key it created
 	began            time.Duration
 	ended            bool
+	// depth is how many Lock calls of its process have it now: 1, and one more for each Lock
+	// granted to its process while it held the lock (a re-entry), one less for each Unlock
+	// after one.
+	depth int
 }
 
 // created reports whether h still has a key its call created.
@@ -205,7 +220,7 @@ func NewReferee(h history.History, emit func(Event)) *Referee {
 	h.Records = nil
 	r := &Referee{h: h, emit: emit, procs: map[int]*rproc{}, orders: map[int]*rorder{},
 		calls: map[int]*rcall{}, listed: map[nodeKey]map[string]int{}, pairs: map[[2]int]bool{}, shelf: h.Stock, freeAt: -1, first: -1,
-		probes: map[time.Duration]time.Duration{}, told: map[vocab.Kind]bool{}}
+		probes: map[time.Duration]time.Duration{}, told: map[vocab.Kind]bool{}, lastRenewal: map[int]nodeSeq{}}
 	r.window = max(4*h.Timing.RTT, 5*time.Millisecond)
 	for range max(len(h.Nodes), 1) {
 		r.nodes = append(r.nodes, map[string]*rkey{})
@@ -420,6 +435,13 @@ func (r *Referee) Owner(node int, key string) int {
 		return st.hold.buyer
 	}
 	return 0
+}
+
+// Renewed tells whether the latest command of process n that extended a lease is the one at seq
+// in node's order.
+func (r *Referee) Renewed(n, node int, seq int64) bool {
+	x, ok := r.lastRenewal[n]
+	return ok && x == nodeSeq{node, seq}
 }
 
 // FailedOver reports whether a lock node has failed over.

@@ -21,6 +21,7 @@ type Report struct {
 	Oversold         int          `json:"oversold"`
 	Overlaps         []Overlap    `json:"overlaps"`
 	ForeignReleases  []Foreign    `json:"foreign_releases"`
+	ForeignRenewals  []Renewal    `json:"foreign_renewals"`
 	LostSales        []Rejection  `json:"lost_sales"`
 	ReentryFailures  []Reentry    `json:"reentry_failures"`
 	Starvations      []Starve     `json:"starvations"`
@@ -43,8 +44,13 @@ type Report struct {
 	// TimedOut): a verdict on them would rest on partial evidence, so there is none.
 	Unjudged []vocab.Kind `json:"unjudged"`
 	// Notes says what of the scenario did not happen as staged, and why that is no gap in the
-	// verdict (a failover with no lock write to lose).
+	// verdict (a failover with no lock write to lose); what a lock node refused a command of the
+	// lock with (Replies), and goroutines of the lock that outlived the run.
 	Notes []string `json:"notes,omitempty"`
+	// Replies are the error replies the lock's commands got (ReplyError); FailedByReplies says
+	// every order failed while they came, none confirmed.
+	Replies         []ReplyError `json:"replies,omitempty"`
+	FailedByReplies bool         `json:"failed_by_replies,omitempty"`
 	// Linearizable is the second checker's verdict on the shop (porcupine, see second.go), in
 	// words in SecondOpinion; Disagree says where it and the referee part, and why ("" when they
 	// agree).
@@ -83,10 +89,13 @@ func (r *Referee) Report() *Report {
 	rep := &Report{
 		Step: r.h.Step, Scenario: string(sc), Backend: r.h.Backend, Buyers: buyers,
 		InitialStock: r.h.Stock, FinalStock: final, Confirmed: r.confirmed,
-		Overlaps: slices.Clone(r.overlaps), ForeignReleases: slices.Clone(r.foreign), LostSales: slices.Clone(r.lost),
+		Overlaps: slices.Clone(r.overlaps), ForeignReleases: slices.Clone(r.foreign), ForeignRenewals: slices.Clone(r.renewed), LostSales: slices.Clone(r.lost),
 		ReentryFailures: slices.Clone(r.reentry), FailedOver: r.failedOver, Commands: r.commands, TimedOut: r.timedOut,
 		Starvations: r.starvations(), IdleShare: r.idleShare(), Untracked: slices.Clone(r.blinds),
-		Notes: slices.Clone(r.notes), History: r.History(),
+		Notes: slices.Clone(r.notes), History: r.History(), Replies: slices.Clone(r.replies), FailedByReplies: r.failedByReplies(),
+	}
+	for _, e := range r.replies {
+		rep.Notes = append(rep.Notes, e.String())
 	}
 	if r.nowhere != "" {
 		rep.TimedOut = r.nowhere
@@ -109,6 +118,10 @@ func (r *Referee) Report() *Report {
 	if len(r.foreign) > 0 {
 		found[vocab.ForeignRelease] = r.foreign[0].String()
 		who[vocab.ForeignRelease] = []int{r.foreign[0].By, r.foreign[0].Owner}
+	}
+	if len(r.renewed) > 0 {
+		found[vocab.ForeignRenewal] = r.renewed[0].String()
+		who[vocab.ForeignRenewal] = []int{r.renewed[0].By, r.renewed[0].Owner}
 	}
 	if st.stuck {
 		found[vocab.Stuck] = st.detail
@@ -184,6 +197,9 @@ func (r *Referee) Report() *Report {
 	}
 	if rep.ForeignReleases == nil {
 		rep.ForeignReleases = []Foreign{}
+	}
+	if rep.ForeignRenewals == nil {
+		rep.ForeignRenewals = []Renewal{}
 	}
 	if rep.LostSales == nil {
 		rep.LostSales = []Rejection{}

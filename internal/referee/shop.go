@@ -36,7 +36,7 @@ func (r *Referee) orderEnded(rec history.Record) {
 	if o == nil || o.ended {
 		return
 	}
-	o.ended, o.endedAt = true, rec.At
+	o.ended, o.endedAt, o.failed = true, rec.At, rec.Err != ""
 	p := r.proc(o.buyer)
 	p.current--
 	if p.current <= 0 {

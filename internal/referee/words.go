@@ -148,6 +148,11 @@ func (e Event) Words() string {
 			return who + " is handed the lock" + on
 		}
 		return who + " takes the lock" + on
+	case EvNested:
+		if e.Depth > 1 {
+			return fmt.Sprintf("%s's Lock says yes to the lock its process holds: it has entered it %d times, and its hold goes on", who, e.Depth)
+		}
+		return who + " gives back one entry of its lock: its hold goes on, entered once"
 	case EvReleased:
 		if e.Left {
 			return who + " deletes what was left of its lock" + on + " (its hold had ended on another node)"
@@ -318,6 +323,38 @@ func (f Foreign) String() string {
 	return fmt.Sprintf("buyer %d deleted the lock that buyer %d held", f.By, f.Owner)
 }
 
+func (e ReplyError) String() string {
+	whose := "your lock's " + e.Cmd + " (outside Lock and Unlock)"
+	switch e.In {
+	case history.CallLock:
+		whose = "your Lock's " + e.Cmd
+	case history.CallUnlock:
+		whose = "your Unlock's " + e.Cmd
+	}
+	s := whose + " failed: " + e.Err
+	switch since := Since[e.Cmd]; {
+	case e.Lacks && since != "" && e.Server != "":
+		s += fmt.Sprintf(" — this server is %s; %s needs %s", e.Server, e.Cmd, since)
+	case e.Lacks && e.Server != "":
+		s += fmt.Sprintf(" — this server is %s, which does not run %s", e.Server, e.Cmd)
+	}
+	if e.Times > 1 {
+		s += fmt.Sprintf(" (%d times)", e.Times)
+	}
+	return s
+}
+
+func (f Renewal) String() string {
+	s := fmt.Sprintf("buyer %d extended the lease of the lock that buyer %d held (%s)", f.By, f.Owner, f.Cmd)
+	switch {
+	case f.Dead:
+		s += ", whose process had died: a lock kept alive for nobody"
+	case f.Done:
+		s += ", whose orders had all ended: a lock kept alive for nobody"
+	}
+	return s
+}
+
 func (j Rejection) String() string {
 	return fmt.Sprintf("buyer %d was turned away while %s on the shelf", j.Buyer, units(j.Stock))
 }
@@ -418,6 +455,13 @@ func (rep *Report) Text() string {
 	}
 	for _, f := range rep.ForeignReleases {
 		fmt.Fprintf(&b, "  foreign release: %s at %s\n", f, ms(f.At))
+	}
+	for i, f := range rep.ForeignRenewals {
+		if i == most {
+			fmt.Fprintf(&b, "  … and %d more foreign renewals\n", len(rep.ForeignRenewals)-most)
+			break
+		}
+		fmt.Fprintf(&b, "  foreign renewal: %s at %s\n", f, ms(f.At))
 	}
 	if n := len(rep.LostSales); n > 0 {
 		fmt.Fprintf(&b, "  lost sales: %s turned away while units remained\n", vocab.Count(n, "order", "orders"))

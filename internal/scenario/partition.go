@@ -11,7 +11,7 @@ import (
 var Partition = add(&Scenario{
 	Name: steps.Partition, Column: 10,
 	What:   "the holder loses its link to the lock server (not to the inventory) inside its work until a second buyer who comes 2.4 × TTL later is in, then writes",
-	Judges: []steps.Kind{steps.Overlap, steps.Oversold},
+	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRenewal},
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		b1, b2 := s.Buyer(), s.Buyer()

@@ -11,7 +11,7 @@ import (
 var Pause = add(&Scenario{
 	Name: steps.Pause, Column: 7,
 	What:   "the holder freezes (stop-the-world) just before its stock write, until a second buyer who comes 2.4 × TTL later is in",
-	Judges: []steps.Kind{steps.Overlap, steps.Oversold},
+	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRenewal},
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		b1, b2 := s.Buyer(), s.Buyer()

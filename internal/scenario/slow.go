@@ -11,7 +11,7 @@ import (
 var Slow = add(&Scenario{
 	Name: steps.Slow, Column: 4,
 	What:   "the first holder's work goes on, process alive, until a second buyer who comes 2.4 × TTL later is in",
-	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRelease},
+	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRelease, steps.ForeignRenewal},
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		b1, b2 := s.Buyer(), s.Buyer()

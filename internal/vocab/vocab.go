@@ -16,6 +16,7 @@ const (
 	Overlap        Kind = "overlap"         // two buyers inside the critical section at once
 	Oversold       Kind = "oversold"        // orders confirmed minus units that left the shelf > 0
 	ForeignRelease Kind = "foreign-release" // a process deleted a lock it did not own
+	ForeignRenewal Kind = "foreign-renewal" // a process extended the lease of a lock it did not hold at that moment
 	Stuck          Kind = "stuck"           // at the end the lock is held by a dead or finished owner while stock remains
 	LostSales      Kind = "lost-sales"      // buyers turned away while stock remained
 	ReentryFailed  Kind = "reentry-failed"  // a nested acquire of a lock the caller already holds failed or blocked
@@ -38,4 +39,4 @@ const IdleLimit = 0.03
 const FloodLimit = 100
 
 // Kinds lists every violation kind in report order.
-var Kinds = []Kind{Overlap, Oversold, ForeignRelease, Stuck, LostSales, ReentryFailed, Flood, Starved, Idle}
+var Kinds = []Kind{Overlap, Oversold, ForeignRelease, ForeignRenewal, Stuck, LostSales, ReentryFailed, Flood, Starved, Idle}

@@ -238,6 +238,14 @@ func (f *Fold) Add(e referee.Event) []Drawn {
 			f.begin(e.Buyer, Hold, at, i)
 		}
 		draw(Node(e.Node), at, Acquired, "", "")
+	case referee.EvNested:
+		// a re-entry: the hold goes on, entered Depth times (the outer Lock's and the nested
+		// ones'), drawn under it until an Unlock gives the last nested entry back
+		if e.Depth > 1 {
+			f.begin(e.Buyer, Nested, at, i)
+		} else {
+			f.end(e.Buyer, Nested, at)
+		}
 	case referee.EvReleased:
 		f.endHold(e.Buyer, e.Node, at, e.Left)
 		draw(Node(e.Node), at, Released, "", "")

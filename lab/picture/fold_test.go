@@ -153,3 +153,28 @@ func TestForgetKeepsWhatIsShown(t *testing.T) {
 		t.Errorf("%d marks from %v, want 20 from 90ms", len(m), m[0].At)
 	}
 }
+
+// TestANestedLockIsDrawnInsideTheHold: a re-entry (the referee's EvNested) draws its nesting under
+// the hold that goes on, from the nested Lock to the Unlock that gives that entry back; the hold
+// ends at the outer release alone. Before the referee said re-entries, a nested Lock's return was a
+// release and a new hold (11–14 × reentrant).
+func TestANestedLockIsDrawnInsideTheHold(t *testing.T) {
+	f := NewFold(1, false)
+	f.Add(referee.Event{At: 1 * ms, Kind: referee.EvAcquired, Buyer: 1})
+	f.Add(referee.Event{At: 2 * ms, Kind: referee.EvNested, Buyer: 1, Depth: 2})
+	f.Add(referee.Event{At: 5 * ms, Kind: referee.EvNested, Buyer: 1, Depth: 1})
+	f.Add(referee.Event{At: 9 * ms, Kind: referee.EvReleased, Buyer: 1})
+	f.Advance(10 * ms)
+	if got, want := spans(f, 1, Node(0)), "-1 lock b1 1-9, 1 hold 1-9, 1 nest 2-5"; got != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+	// an entry never given back ends with the hold
+	f = NewFold(1, false)
+	f.Add(referee.Event{At: 1 * ms, Kind: referee.EvAcquired, Buyer: 1})
+	f.Add(referee.Event{At: 2 * ms, Kind: referee.EvNested, Buyer: 1, Depth: 2})
+	f.Add(referee.Event{At: 7 * ms, Kind: referee.EvExpired, Other: 1})
+	f.Advance(10 * ms)
+	if got, want := spans(f, 1), "1 hold 1-7, 1 nest 2-7"; got != want {
+		t.Errorf("expired: got %s\nwant %s", got, want)
+	}
+}

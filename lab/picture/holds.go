@@ -99,6 +99,7 @@ func (f *Fold) endHold(n, i int, at time.Duration, left bool) {
 	if left {
 		return
 	}
+	f.end(n, Nested, at)
 	f.end(n, Hold, at)
 	for j, x := range f.nodes {
 		if x.holder != n || x.left {
@@ -123,6 +124,7 @@ func (f *Fold) endNode(i int, at time.Duration, why string) {
 	n := x.holder
 	*x = node{}
 	if why != "" && f.holds(n) == 0 {
+		f.end(n, Nested, at)
 		f.end(n, Hold, at)
 	}
 }

@@ -22,8 +22,10 @@ type Kind uint8
 
 // The kinds of stretches. A buyer's: it waits for the lock, works without one (a step that takes
 // none), holds the lock, is inside the critical section, overlaps (the referee found it inside
-// together with another order), is cut off from the lock server, frozen, crashed. A node's and
-// the Owner lane's: Held, a buyer's lock there.
+// together with another order), is cut off from the lock server, frozen, crashed, and holds the
+// lock entered more than once (Nested: a Lock granted while its process held it, until the
+// Unlock that gives that entry back; the hold goes on under it). A node's and the Owner lane's:
+// Held, a buyer's lock there.
 const (
 	Wait Kind = iota
 	Work
@@ -34,11 +36,12 @@ const (
 	Frozen
 	Dead
 	Held
+	Nested
 )
 
 // Class is the page's class for a stretch of kind k.
 func (k Kind) Class() string {
-	return [...]string{"wait", "work", "hold", "in", "over", "cut", "frozen", "dead", "lock"}[k]
+	return [...]string{"wait", "work", "hold", "in", "over", "cut", "frozen", "dead", "lock", "nest"}[k]
 }
 
 // Span is one stretch of a lane, from From to To (To is the fold's latest moment while Open).

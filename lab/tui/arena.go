@@ -207,7 +207,7 @@ func (a *board) fold(e referee.Event) {
 		a.fenced++
 		a.fenceBy = fmt.Sprintf("buyer %d's token %d < the highest seen", e.Buyer, e.Token)
 		a.logf(e.At, "%s", e.Words())
-	case referee.EvPartitioned, referee.EvHealed, referee.EvRejected, referee.EvFault, referee.EvFrozen, referee.EvThawed, referee.EvCrashed:
+	case referee.EvPartitioned, referee.EvHealed, referee.EvRejected, referee.EvFault, referee.EvFrozen, referee.EvThawed, referee.EvCrashed, referee.EvNested:
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvAcquired, referee.EvReleased, referee.EvForeign, referee.EvExpired, referee.EvLost, referee.EvFailover, referee.EvRestart:
 		a.lockEvent(e)

@@ -38,6 +38,7 @@ var (
 	overlap  = steps.Overlap
 	oversold = steps.Oversold
 	foreign  = steps.ForeignRelease
+	renewal  = steps.ForeignRenewal
 	stuck    = steps.Stuck
 	lost     = steps.LostSales
 	reentry  = steps.ReentryFailed
@@ -242,18 +243,18 @@ var Steps = []*steps.Step{
 		Claim:     "While the holder works, a watchdog pushes the TTL ahead, so a slow holder keeps its lock.",
 		Article:   "000 — 解决锁失效问题 (UpdateLockTimeTask); 003 — watchdog renewal",
 		Fixes:     "Slow work no longer loses the lock: the lease is renewed every TTL/3.",
-		Breaks:    "Unlock is still GET then DEL; a freeze between them deletes the next holder's lock. A stop-the-world pause stops the watchdog too.",
+		Breaks:    "Unlock is still GET then DEL; a freeze between them deletes the next holder's lock. A stop-the-world pause stops the watchdog too, and its PEXPIRE, which checks no owner, then extends the next holder's lock.",
 		Hint:      "Freeze the holder between its GET and its DEL (unlock-race).",
-		Lesson:    "The watchdog keeps a live, running holder's lease; it cannot help a holder that is frozen, and it does nothing for the race inside Unlock. Compare-and-delete must happen inside Redis, in one script.",
+		Lesson:    "The watchdog keeps a live, running holder's lease; it cannot help a holder that is frozen, and it does nothing for the race inside Unlock. Worse, its PEXPIRE checks no owner: a holder back from a pause or a partition renews the lock the next buyer now holds (foreign-renewal). Compare-and-delete must happen inside Redis, in one script; so must the renewal's owner check (step 11).",
 		BreakWith: steps.UnlockRace,
 		Shows:     "expired",
 		New:       watchdog.New, Order: watchdog.Order, Source: watchdog.Source,
 		Expect: map[steps.Scenario][]k{
 			steps.UnlockRace:  {foreign},
-			steps.Pause:       {overlap, oversold},
+			steps.Pause:       {overlap, oversold, renewal},
 			steps.Failover:    {overlap, oversold},
 			steps.Load:        {flood},
-			steps.Partition:   {overlap, oversold},
+			steps.Partition:   {overlap, oversold, renewal},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
 			steps.Restart:     {overlap, oversold},
@@ -272,10 +273,10 @@ var Steps = []*steps.Step{
 		Shows:     "Lua unlock",
 		New:       luaunlock.New, Order: luaunlock.Order, Source: luaunlock.Source,
 		Expect: map[steps.Scenario][]k{
-			steps.Pause:       {overlap, oversold},
+			steps.Pause:       {overlap, oversold, renewal},
 			steps.Failover:    {overlap, oversold},
 			steps.Load:        {flood},
-			steps.Partition:   {overlap, oversold},
+			steps.Partition:   {overlap, oversold, renewal},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
 			steps.Restart:     {overlap, oversold},
@@ -295,10 +296,10 @@ var Steps = []*steps.Step{
 		Needs:     delex.Needs,
 		New:       delex.New, Order: delex.Order, Source: delex.Source,
 		Expect: map[steps.Scenario][]k{
-			steps.Pause:       {overlap, oversold},
+			steps.Pause:       {overlap, oversold, renewal},
 			steps.Failover:    {overlap, oversold},
 			steps.Load:        {flood},
-			steps.Partition:   {overlap, oversold},
+			steps.Partition:   {overlap, oversold, renewal},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
 			steps.Restart:     {overlap, oversold},
@@ -317,10 +318,10 @@ var Steps = []*steps.Step{
 		Shows:     "waits",
 		New:       retry.New, Order: retry.Order, Source: retry.Source,
 		Expect: map[steps.Scenario][]k{
-			steps.Pause:       {overlap, oversold},
+			steps.Pause:       {overlap, oversold, renewal},
 			steps.Failover:    {overlap, oversold},
 			steps.Load:        {idle},
-			steps.Partition:   {overlap, oversold},
+			steps.Partition:   {overlap, oversold, renewal},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
 			steps.Restart:     {overlap, oversold},
@@ -334,7 +335,7 @@ var Steps = []*steps.Step{
 		Fixes:     "A second request of the same process no longer walks in: it is another owner and waits. Renewal checks the owner.",
 		Breaks:    "The watchdog renews blindly on: a holder cut off from Redis keeps working while its lease runs out, then writes.",
 		Hint:      "Cut the holder off from the lock server inside its work (partition).",
-		Lesson:    "Ownership now follows the request, and every script checks it. But the holder still cannot tell that its lease ran out: its renewals fail in silence and it writes anyway. A lock whose lease can be lost must tell its holder to stop.",
+		Lesson:    "Ownership now follows the request, and every script checks it — the renewal too, so a holder back from a pause or a partition extends nobody else's lock (08–10's bare PEXPIRE did: foreign-renewal). But the holder still cannot tell that its lease ran out: its renewals fail in silence and it writes anyway. A lock whose lease can be lost must tell its holder to stop.",
 		BreakWith: steps.Partition,
 		Shows:     "Lua unlock",
 		New:       hashowner.New, Order: hashowner.Order, Source: hashowner.Source,
