@@ -129,6 +129,13 @@ type Step struct {
 	New func(p Proc) Locker
 	// Order is the step's order handler, written as that iteration writes it.
 	Order func(ctx context.Context, l Locker, s Shop) error
+	// PerProcess, where set, is the New and Order of process n's own copy of the step's package
+	// (n 0: the end-of-run probe), used in place of New and Order: each process of a deployment
+	// loads its package for itself, and its package-level state is its own, where the lab plays
+	// every buyer in one Go process that loads a package once. lab grade builds a learner's
+	// package once per process where it has package-level state (grading.SharedState). Hazard:
+	// two requests of one process share its copy, as two requests of one server share its state.
+	PerProcess func(n int) (New func(Proc) Locker, Order func(context.Context, Locker, Shop) error)
 	// Source holds the step's own files (lock.go, order.go, any .lua), for the lab's code pane.
 	Source fs.FS
 

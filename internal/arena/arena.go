@@ -139,7 +139,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		if err != nil {
 			// The run goes on; what depends on watching the lock goes unjudged, and says so.
 			w = blindWatcher{err}
-			a.record(history.Record{Kind: history.RecBlind, What: fmt.Sprintf("the referee cannot watch %s: %v", n.Name(), err), Kinds: []steps.Kind{steps.ForeignRelease}})
+			a.record(history.Record{Kind: history.RecBlind, What: fmt.Sprintf("the referee cannot watch %s: %v", n.Name(), err), Kinds: []steps.Kind{steps.ForeignRelease, steps.ForeignRenewal}})
 		}
 		a.nodes = append(a.nodes, &nodeEye{i: i, node: n, w: w, turn: durable.New()})
 	}
@@ -234,7 +234,8 @@ func (a *Arena) order(ctx context.Context, p *process, pl orderPlan) error {
 	p.current = append(p.current, o)
 	a.record(history.Record{Kind: history.RecOrder, What: history.OrderBegin, Buyer: p.n, Order: o.id, K: o.k})
 	a.mu.Unlock()
-	err := a.step.Order(withOrder(ctx, o), p.locker, &shop{p: p, o: o})
+	var err error
+	p.ours(func() { err = p.order(withOrder(ctx, o), p.locker, &shop{p: p, o: o}) })
 	a.done(o, ctx, err)
 	return err
 }
@@ -330,6 +331,7 @@ func (a *Arena) Report(ctx context.Context) *referee.Report {
 	if rec, ok := a.stalls.blind(a.t.TTL / 4); ok {
 		a.recordNow(rec)
 	}
+	a.noteStrays()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.record(history.Record{Kind: history.RecFinal, Stock: final})
@@ -347,6 +349,7 @@ func (a *Arena) Close() {
 	a.prio.close()
 	a.idle.close()
 	a.stalls.close()
+	a.endStrays()
 	ctx := context.Background()
 	a.inv.Del(ctx, a.stockKey, a.seqKey, a.fenceKey)
 	for _, e := range a.nodes {

@@ -93,11 +93,13 @@ func mayDeleteAny(cmds []redis.Cmder, prefix string, keys []string) bool {
 	return false
 }
 
-// blocking reports whether cmd can block the connection waiting for something to happen: it
-// must not hold a lock node's turn, or every other process would wait for it.
+// blocking reports whether cmd can block the connection waiting for something to happen, and
+// what it does then may change keys (a list's pop): it must not hold a lock node's turn, or every
+// other process would wait for it, and the referee cannot see what it did. WAIT and WAITAOF block
+// too, but change no key (changeNothing).
 func blocking(cmd redis.Cmder) bool {
 	switch cmd.Name() {
-	case "blpop", "brpop", "blmove", "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop", "wait", "waitaof":
+	case "blpop", "brpop", "blmove", "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop":
 		return true
 	case "xread", "xreadgroup":
 		for _, a := range cmd.Args() {
@@ -107,6 +109,18 @@ func blocking(cmd redis.Cmder) bool {
 		}
 	}
 	return false
+}
+
+// changeNothing reports whether cmds are all commands that wait for replicas and change no key
+// (WAIT, WAITAOF), on every backend: a real server's, and the embedded node's own answer to WAIT
+// (redisenv's feedHook).
+func changeNothing(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if n := c.Name(); n != "wait" && n != "waitaof" {
+			return false
+		}
+	}
+	return len(cmds) > 0
 }
 
 func intArg(a any) (int64, bool) {

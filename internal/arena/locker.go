@@ -62,11 +62,20 @@ func orderFrom(ctx context.Context) *order {
 // callOf is the call a command of p sent with ctx belongs to: the one ctx carries, or, when ctx
 // carries none (a command sent with the process's context, or with one of the Locker's own), the
 // call under way on the goroutine that sends it. A watchdog's renewal, sent from a goroutine of
-// its own, belongs to no call. Hazard: a call that hands its commands to another goroutine with a
+// its own, belongs to no call, nor does a command sent with the context of a call that has
+// returned. Hazard: a call that hands its commands to another goroutine with a
 // context not derived from the call's has them attributed to none.
 func (p *process) callOf(ctx context.Context) *call {
 	if c, _ := ctx.Value(callKey).(*call); c != nil {
-		return c
+		p.mu.Lock()
+		live := p.calls[c]
+		p.mu.Unlock()
+		if live {
+			return c
+		}
+		// The call has returned: a goroutine it started with its context (a renewal) sends on
+		// its own, as its process's, in no call.
+		return nil
 	}
 	p.mu.Lock()
 	n := len(p.calls)

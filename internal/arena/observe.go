@@ -27,6 +27,11 @@ type nodeEye struct {
 	turn *durable.Mutex
 	seq  int64 // commands observed on the node: each one's place in the node's own order
 
+	// server names the node's server once a command got an error reply there, and lacks says,
+	// by command name, whether it runs it (what it said of each such command; guarded by turn).
+	server string
+	lacks  map[string]bool
+
 	held       bool // its replication is held back, for a failover to come (guarded by a.mu)
 	holdArmed  bool // hold it back before the next lock write of holdFor (0: anyone) on a free lock
 	holdFor    int
@@ -34,16 +39,26 @@ type nodeEye struct {
 }
 
 // observe sends cmds (one command, a pipeline or a transaction) of p to node with the watcher
-// looking, and records what they did; changed reports whether they changed a key of the run.
-func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.Cmder, c *call, send func() error) (bool, error) {
+// looking, and records what they did; changed reports whether they changed a key of the run, seq
+// is their place in the node's order (0: not recorded).
+func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.Cmder, c *call, send func() error) (changed bool, seq int64, err error) {
 	e := a.nodes[node]
 	for _, cmd := range cmds {
 		if blocking(cmd) {
 			// It may wait for a long time: it cannot have the node to itself.
 			a.recordNow(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease},
 				What: fmt.Sprintf("buyer %d sent a blocking command (%s); the referee cannot watch what such a command does", p.n, cmd.Name())})
-			return false, send()
+			return false, 0, send()
 		}
+	}
+	if changeNothing(payload(cmds)) {
+		// WAIT, WAITAOF: they change no key and may wait for their timeout, so they go out
+		// without the node's turn; then, turn in hand, they take their place in its order as
+		// commands that changed nothing.
+		err = send()
+		e.turn.Lock()
+		defer e.turn.Unlock()
+		return a.recordCmds(p, e, c, cmds, redisenv.Change{}, nil, err)
 	}
 	e.turn.Lock()
 	defer e.turn.Unlock()
@@ -58,18 +73,26 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 		err := a.prio.await(ctx, p, g)
 		e.turn.Lock()
 		if err != nil {
-			return false, fail(cmds, err)
+			return false, 0, fail(cmds, err)
 		}
 	}
 	a.prio.before(p, c, cmds, node)
 	defer a.prio.after(p, c, node)
 	a.holdBeforeLockWrite(e, p, c, cmds)
-	var err error
 	observe := e.w.Observe
 	if changesUnnamed(cmds) {
 		observe = e.w.ObserveAll
 	}
 	ch, werr := observe(context.WithoutCancel(ctx), func() { err = send() })
+	return a.recordCmds(p, e, c, cmds, ch, werr, err)
+}
+
+// recordCmds records what cmds of p, in call c, did at e's node (ch, as the watcher saw it, or werr
+// why it could not), and their answer err; what observe returns. The caller holds e's turn.
+func (a *Arena) recordCmds(p *process, e *nodeEye, c *call, cmds []redis.Cmder, ch redisenv.Change, werr, err error) (changed bool, seq int64, _ error) {
+	node := e.i
+	hc := a.cmds(cmds)
+	server, lacks := a.replyErrors(context.Background(), e, cmds, err, hc)
 	var refused *redisenv.Refusal
 	if errors.As(err, &refused) {
 		// The URL backend's guard kept it from the user's server: nothing was sent, and the
@@ -84,10 +107,10 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 	}
 	if werr != nil {
 		if _, never := e.w.(blindWatcher); !never {
-			a.record(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease},
+			a.record(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease, steps.ForeignRenewal},
 				What: fmt.Sprintf("the referee could not see what a command did to %s: %v", e.node.Name(), werr)})
 		}
-		return false, err
+		return false, 0, err
 	}
 	if len(ch.Lapsed) > 0 {
 		due := a.Since()
@@ -102,8 +125,8 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 		a.record(history.Record{Kind: history.RecUnseen, Node: node, Keys: keyChanges(ch.Unseen)})
 	}
 	e.seq++
-	rec := history.Record{Kind: history.RecCmd, Buyer: p.n, Node: node, Cmds: a.cmds(cmds), Keys: keyChanges(ch.Keys), Seq: e.seq,
-		Atomic: len(cmds) > 1 && cmds[0].Name() == "multi"}
+	rec := history.Record{Kind: history.RecCmd, Buyer: p.n, Node: node, Cmds: hc, Keys: keyChanges(ch.Keys), Seq: e.seq,
+		Atomic: len(cmds) > 1 && cmds[0].Name() == "multi", Server: server, Lacks: lacks}
 	if c != nil {
 		rec.Call = c.id
 	}
@@ -114,7 +137,58 @@ func (a *Arena) observe(ctx context.Context, p *process, node int, cmds []redis.
 		rec.Published = append(rec.Published, history.Message{Channel: m.Channel, Text: m.Text})
 	}
 	a.record(rec)
-	return len(ch.Keys) > 0, err
+	return len(ch.Keys) > 0, e.seq, err
+}
+
+// replyErrors sets, on hc (cmds' payload as the history keeps it), each error the server replied
+// to one of cmds with (unknown command, EXECABORT, WRONGTYPE, NOSCRIPT, a script's error: never a
+// network's, nor a nil), and, if there was one, asks e's server (once a command name) which of
+// those commands it does not run, and its name and version: what the referee says them with.
+// sent is what sending them answered: a single command's error is set on it only once the hooks
+// have returned. The caller holds e's turn.
+func (a *Arena) replyErrors(ctx context.Context, e *nodeEye, cmds []redis.Cmder, sent error, hc []history.Cmd) (server string, lacks []string) {
+	var ask, failed []string
+	single := len(cmds) == 1
+	for i, c := range payload(cmds) {
+		err := c.Err()
+		if err == nil && single {
+			err = sent
+		}
+		var re redis.Error
+		var refused *redisenv.Refusal
+		if err == nil || err == redis.Nil || !errors.As(err, &re) || errors.As(err, &refused) {
+			continue // no reply, or the lab's guard's, not the server's
+		}
+		hc[i].Err = re.Error()
+		name := strings.ToUpper(c.Name())
+		failed = append(failed, name)
+		if _, asked := e.lacks[name]; !asked && !slices.Contains(ask, name) {
+			ask = append(ask, name)
+		}
+	}
+	if len(failed) == 0 {
+		return "", nil
+	}
+	if len(ask) > 0 || e.server == "" {
+		no, name, err := e.node.Lacks(context.WithoutCancel(ctx), ask)
+		if err == nil {
+			if e.lacks == nil {
+				e.lacks = map[string]bool{}
+			}
+			for _, c := range ask {
+				e.lacks[c] = slices.Contains(no, c) || slices.Contains(no, strings.ToLower(c))
+			}
+			if name != "" {
+				e.server = name
+			}
+		}
+	}
+	for _, c := range failed {
+		if e.lacks[c] && !slices.Contains(lacks, c) {
+			lacks = append(lacks, c)
+		}
+	}
+	return e.server, lacks
 }
 
 // outsideKeys records, the first time a process's command may write a key built from the run's
@@ -145,7 +219,7 @@ func (a *Arena) outsideKeys(p *process, c *call, cmds []redis.Cmder) {
 				whose = "your Unlock"
 			}
 			a.outside = outsideSays(whose, strings.Replace(s, a.prefix, "lockstep:…:", 1))
-			a.record(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease, steps.Idle}, What: a.outside})
+			a.record(history.Record{Kind: history.RecBlind, Kinds: []steps.Kind{steps.ForeignRelease, steps.ForeignRenewal, steps.Idle}, What: a.outside})
 			return
 		}
 	}
@@ -256,7 +330,7 @@ func (a *Arena) nodeChange(e *nodeEye, what string, change func(context.Context)
 	}
 	if err != nil {
 		a.record(history.Record{Kind: history.RecNode, What: what, Node: e.i, OK: true, D: took})
-		a.record(history.Record{Kind: history.RecBlind, What: "after the " + what + " the referee cannot see the lock: " + err.Error(), Kinds: []steps.Kind{steps.ForeignRelease}})
+		a.record(history.Record{Kind: history.RecBlind, What: "after the " + what + " the referee cannot see the lock: " + err.Error(), Kinds: []steps.Kind{steps.ForeignRelease, steps.ForeignRenewal}})
 		return nil
 	}
 	have := map[string]redisenv.KeyValue{}

@@ -35,6 +35,7 @@ type process struct {
 	// crashing is set by the first crash: the crash is recorded before anything of the process
 	// learns of it, so that its own goroutines' records (a deferred Unlock's call) come after.
 	crashing bool
+	closed   chan struct{}  // closed once the run is over for it (close)
 	wg       sync.WaitGroup // goroutines started through Proc.Go
 
 	mu      sync.Mutex
@@ -58,10 +59,18 @@ type process struct {
 	current   []*order       // orders under way
 	holds     []stay         // holds a stage set for orders of this process, by number
 	again     int64          // the goroutine told NOSCRIPT: its script's body is part of that round trip (gate.go)
+	own       map[int64]int  // goroutines the lab started for it (orders', Proc.Go's), by id: how many marks
+	flights   []*flight      // its commands on their way out (network), in the order they left
+	departed  int            // commands that have left it
+	strays    map[int64]*stray
+	// order is its step's order handler: its own copy's, where the step has one per process
+	// (Step.PerProcess).
+	order func(context.Context, steps.Locker, steps.Shop) error
 }
 
 func newProcess(a *Arena, n int) *process {
-	p := &process{a: a, n: n, name: "buyer-" + strconv.Itoa(n), dead: make(chan struct{}), poke: make(chan struct{}, 1)}
+	p := &process{a: a, n: n, name: "buyer-" + strconv.Itoa(n), dead: make(chan struct{}), closed: make(chan struct{}),
+		poke: make(chan struct{}, 1), own: map[int64]int{}, strays: map[int64]*stray{}}
 	if n == 0 {
 		p.name = "probe"
 	}
@@ -84,7 +93,12 @@ func newProcess(a *Arena, n int) *process {
 	}
 	p.inv = redis.NewClient(a.env.InventoryOptions())
 	p.inv.AddHook(invHook{p: p})
-	inner := a.step.New(steps.Proc{ID: p.name, Redis: p.lock[0], Nodes: p.lock, TTL: a.t.TTL, Go: p.spawn, Ctx: p.ctx, Now: p.now})
+	newLocker := a.step.New
+	p.order = a.step.Order
+	if a.step.PerProcess != nil {
+		newLocker, p.order = a.step.PerProcess(n)
+	}
+	inner := newLocker(steps.Proc{ID: p.name, Redis: p.lock[0], Nodes: p.lock, TTL: a.t.TTL, Go: p.spawn, Ctx: p.ctx, Now: p.now})
 	p.locker = &observedLocker{p: p, inner: inner}
 	return p
 }
@@ -136,7 +150,7 @@ func (p *process) spawn(f func(ctx context.Context)) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		f(p.ctx)
+		p.ours(func() { f(p.ctx) })
 	}()
 }
 
@@ -309,8 +323,14 @@ func (p *process) take(want ...history.Fault) *armedFault {
 	return nil
 }
 
-// close stops the process for good and waits for its goroutines.
+// close stops the process for good and waits for its goroutines started through Proc.Go; a
+// goroutine it started itself ends at its next command (sender), not waited for.
 func (p *process) close() {
+	p.mu.Lock()
+	if !p.isClosed() {
+		close(p.closed)
+	}
+	p.mu.Unlock()
 	p.kill()
 	p.wg.Wait()
 	for _, c := range p.lock {
@@ -321,12 +341,14 @@ func (p *process) close() {
 
 // network is the way out of the process to lock node node (or to the inventory, node -1): a
 // command waits while the process is frozen (and, to a lock node, while its links are cut or that
-// node is kept from it), then spends one simulated round trip.
+// node is kept from it), then spends one simulated round trip (trip).
 func (p *process) network(ctx context.Context, node int) error {
+	f := p.depart()
+	defer p.land(f)
 	if err := p.outages(ctx, node); err != nil {
 		return err
 	}
-	return p.sleep(ctx, p.a.trip(p.n))
+	return p.sleep(ctx, p.trip(f))
 }
 
 // outages waits while the process is frozen and, to lock node node, while its links are cut or
@@ -355,31 +377,6 @@ func (p *process) outages(ctx context.Context, node int) error {
 		}
 	}
 	return nil
-}
-
-// arrivalGrid is the grid on which commands arrive in virtual time, and arrivalStep how far
-// apart on it two buyers' arrivals are: a command of buyer n arrives n × arrivalStep past the
-// first grid line a round trip after it left.
-const (
-	arrivalGrid = time.Microsecond
-	arrivalStep = 10 * time.Nanosecond
-)
-
-// trip is how long a command of buyer n leaving now takes to arrive: one round trip. In virtual
-// time it arrives on its buyer's own instant (arrivalGrid, arrivalStep), so that no two buyers'
-// commands ever reach a server (a lock node or the inventory) at one simulated instant, where the
-// Go scheduler, not the lab, would order them: the buyer with the lower number goes first, and
-// whatever its command sets going there (its record, the events the stage waits for) is done
-// before the next buyer's arrives. Hazard: two goroutines of one process that send at one
-// instant still race (a watchdog's tick and its order's command); a command costs up to
-// arrivalGrid more than the round trip, far inside every staged margin.
-func (a *Arena) trip(n int) time.Duration {
-	if !a.virtual {
-		return a.t.RTT
-	}
-	now := a.Since()
-	at := (now + a.t.RTT + arrivalGrid - 1) / arrivalGrid * arrivalGrid
-	return at + time.Duration(n%int(arrivalGrid/arrivalStep))*arrivalStep - now
 }
 
 // lockHook is a process's go-redis hook on one lock node's client: the simulated network, the
@@ -416,6 +413,7 @@ func (h lockHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 
 // lockCmds sends one command, pipeline or transaction of p to lock node node.
 func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, send func() error) error {
+	p.endIfClosed()
 	if p.isDead() {
 		return fail(cmds, ErrCrashed)
 	}
@@ -425,6 +423,7 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 		return send()
 	}
 	inner := payload(cmds)
+	g := p.sender(node, inner)
 	c := p.callOf(ctx)
 	rc := c // the call the unlock-race counts the command in
 	if rc == nil {
@@ -434,7 +433,9 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 	if err := p.leave(ctx, node, inner, c); err != nil {
 		return fail(cmds, err)
 	}
-	changed, err := p.a.observe(ctx, p, node, cmds, c, send)
+	p.endIfClosed() // the run may have ended on the way
+	changed, seq, err := p.a.observe(ctx, p, node, cmds, c, send)
+	p.sent(g, node, inner, seq)
 	err = p.loseReply(ctx, c, node, cmds, err, changed, send)
 	p.noScript(err)
 	if rc != nil && rc.kind == unlockCall && (err == nil || err == redis.Nil) && namesAny(inner, p.a.prefix, rc.holdKeys[node]) {
@@ -656,6 +657,6 @@ func (p *process) loseReply(ctx context.Context, c *call, node int, cmds []redis
 	if err := p.leave(ctx, node, inner, c); err != nil {
 		return fail(cmds, err)
 	}
-	_, err = a.observe(ctx, p, node, cmds, c, send)
+	_, _, err = a.observe(ctx, p, node, cmds, c, send)
 	return err
 }

@@ -27,11 +27,11 @@ func (a *Arena) probe(ctx context.Context) {
 	pctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	got := make(chan bool, 1)
-	go func() {
+	go p.ours(func() {
 		for {
 			s := &probeShop{a: a, entered: make(chan struct{})}
 			o := &order{p: p}
-			a.step.Order(withOrder(pctx, o), p.locker, s)
+			p.order(withOrder(pctx, o), p.locker, s)
 			select {
 			case <-s.entered:
 				got <- true
@@ -43,7 +43,7 @@ func (a *Arena) probe(ctx context.Context) {
 				return
 			}
 		}
-	}()
+	})
 	var in bool
 	select {
 	case in = <-got:

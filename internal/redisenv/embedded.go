@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -422,6 +424,38 @@ func setErr(cmd redis.Cmder, err error) error {
 	return err
 }
 
+// abort answers a transaction (MULTI … EXEC) that queues a command the primary does not run as
+// Redis does, without sending it: each such command refused ("ERR unknown command"), the EXEC
+// refused with EXECABORT, nothing done. Hazard: miniredis queues the others and runs them at
+// EXEC, and its EXEC's answer then misses an entry, which go-redis waits for until its read
+// timeout, having done half the transaction.
+func (n *embNode) abort(cmds []redis.Cmder) error {
+	if len(cmds) < 3 || cmds[0].Name() != "multi" || cmds[len(cmds)-1].Name() != "exec" {
+		return nil
+	}
+	n.mu.Lock()
+	srv := n.primary.srv
+	n.mu.Unlock()
+	var unknown []redis.Cmder
+	for _, c := range cmds[1 : len(cmds)-1] {
+		if !srv.IsRegisteredCommand(strings.ToUpper(c.Name())) {
+			unknown = append(unknown, c)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	abort := waitError("EXECABORT Transaction discarded because of previous errors.")
+	for _, c := range cmds[1:] {
+		if slices.Contains(unknown, c) {
+			c.SetErr(waitError(fmt.Sprintf("ERR unknown command '%s', with args beginning with: ", c.Name())))
+		} else {
+			c.SetErr(abort)
+		}
+	}
+	return abort
+}
+
 // waitError is an error reply the embedded node gives to a malformed WAIT, as Redis would.
 type waitError string
 
@@ -432,6 +466,9 @@ func (h feedHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if Handshake(cmds...) {
 			return next(ctx, cmds)
+		}
+		if err := h.n.abort(cmds); err != nil {
+			return err
 		}
 		n := h.n
 		n.feedMu.Lock()

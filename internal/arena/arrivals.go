@@ -1,0 +1,77 @@
+package arena
+
+import "time"
+
+// Arrivals in virtual time: goroutines runnable at one simulated instant run in the Go
+// scheduler's order, so two commands that reach a server (a lock node or the inventory) at one
+// instant reach it in an order nobody chose, and a verdict could move from one play to the next.
+// In a bubble every command arrives on an instant of its own: the first grid line (arrivalGrid) a
+// round trip after it left, plus its buyer's number × arrivalStep (the lower number first), plus
+// a nanosecond for each command of its own process that left before it and arrives with it (a
+// watchdog's tick and the order's command, both held by a freeze that ends at once). Whatever a
+// command sets going at its instant (its record, the events the stage waits for) is done before
+// the next instant comes.
+
+// arrivalGrid is the grid commands arrive on in virtual time; arrivalStep is how far apart on it
+// two buyers' arrivals are (and so how many of one process's commands can arrive in order at one
+// grid line: one a nanosecond).
+const (
+	arrivalGrid = time.Microsecond
+	arrivalStep = 10 * time.Nanosecond
+)
+
+// flight is a command of a process on its way out: when it left, its place among the process's
+// departures, and the grid line it arrives on once it knows (0: not yet).
+type flight struct {
+	left time.Duration
+	seq  int
+	line time.Duration
+}
+
+// depart notes that a command of p leaves now.
+func (p *process) depart() *flight {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.departed++
+	f := &flight{left: p.a.Since(), seq: p.departed}
+	p.flights = append(p.flights, f)
+	return f
+}
+
+// land notes that f has arrived, or will not.
+func (p *process) land(f *flight) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, g := range p.flights {
+		if g == f {
+			p.flights = append(p.flights[:i:i], p.flights[i+1:]...)
+			return
+		}
+	}
+}
+
+// trip is how long f, a command of p leaving the process's network now, takes to arrive: one
+// round trip, and in virtual time up to arrivalGrid more, to its own instant (see above). Hazard:
+// two commands of one process that left at one instant still race; every margin a scenario
+// stages is far wider than arrivalGrid.
+func (p *process) trip(f *flight) time.Duration {
+	a := p.a
+	if !a.virtual {
+		return a.t.RTT
+	}
+	now := a.Since()
+	line := (now + a.t.RTT + arrivalGrid - 1) / arrivalGrid * arrivalGrid
+	p.mu.Lock()
+	f.line = line
+	ahead := 0
+	for _, g := range p.flights {
+		// one that left before f and arrives on f's line, or has yet to say where: it may
+		if g != f && (g.left < f.left || g.left == f.left && g.seq < f.seq) && (g.line == 0 || g.line == line) {
+			ahead++
+		}
+	}
+	p.mu.Unlock()
+	sub := time.Duration(min(ahead, int(arrivalStep)-1))
+	slot := time.Duration(p.n%int(arrivalGrid/arrivalStep)) * arrivalStep
+	return line + slot + sub - now
+}
