@@ -58,7 +58,7 @@ type Result struct {
 	Step      string `json:"step"`
 	Seed      uint64 `json:"seed"`       // the first program's seed
 	Programs  int    `json:"programs"`   // programs played before the first break (or in the budget)
-	NoVerdict int    `json:"no_verdict"` // of those, how many had no verdict (a run past its deadline, a lock's goroutines left waiting)
+	NoVerdict int    `json:"no_verdict"` // of those, how many had no verdict (a run past its deadline, a lock whose goroutines all waited before it could end)
 	// WallClock is how many of those were played on the wall clock: a lock's sync.Mutex stopped
 	// their bubble's clock.
 	WallClock int           `json:"wall_clock,omitempty"`
@@ -101,9 +101,10 @@ type Progress struct {
 // Explore plays st against the programs of req.Seed, req.Seed+1, … each in a bubble of its own
 // until one breaks the lock, req.Budget of wall time is spent or req.Programs are played, then
 // shrinks the one that broke it. progress is told after each program and each shrinking step.
-// Hazard: a bubble that panics (a learner's lock whose goroutines outlive the run) is a program
-// without a verdict, not a break; one whose clock stops is left behind with its goroutines, and
-// its program played on the wall clock.
+// Hazard: a bubble that panics once its run has ended (a learner's lock whose goroutines outlive
+// the run) keeps its verdict; one that panics before is a program without a verdict, not a break;
+// one whose clock stops is left behind with its goroutines, and its program played on the wall
+// clock.
 func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Progress)) Result {
 	res := Result{Step: st.Slug, Seed: req.Seed}
 	start := time.Now()
@@ -172,8 +173,9 @@ func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Pr
 	return res
 }
 
-// playOne plays p in a bubble of its own. A bubble that panics (a lock whose goroutines outlive the
-// run) is a program without a verdict. A bubble whose clock stops — a goroutine waits for a
+// playOne plays p in a bubble of its own. A bubble that panics once the run has ended (a lock
+// whose goroutines outlive it) keeps its verdict, with a note (matrix.Outlived); one that panics
+// before (every goroutine waits for ever) is a program without a verdict. A bubble whose clock stops — a goroutine waits for a
 // sync.Mutex another holds across a round trip, as steps 06–10 do when two requests of one process
 // meet in Unlock — is left behind, as grade leaves it, and p is played again on the wall clock,
 // with a note that says why.
@@ -189,13 +191,22 @@ func playOne(st *steps.Step, p Program, req Request, bubble matrix.Bubble) (rep 
 	done := make(chan played, 1)
 	go func() {
 		var pl played
-		defer func() {
-			if r := recover(); r != nil {
-				pl = played{}
-			}
-			done <- pl
-		}()
-		pl.rep, pl.err = Run(st, p, req.Kinds, bubble)
+		crash := ""
+		guarded := func(f func()) {
+			defer func() {
+				if r := recover(); r != nil {
+					crash = fmt.Sprint(r)
+				}
+			}()
+			bubble(f)
+		}
+		pl.rep, pl.err = Run(st, p, req.Kinds, guarded)
+		if crash != "" {
+			// A run that ended keeps its verdict, its lock's goroutines left waiting named in a
+			// note; one that could not end has none.
+			pl.rep, _, _ = matrix.Outlived(pl.rep, pl.err, crash, req.Pkg)
+		}
+		done <- pl
 	}()
 	stop := make(chan struct{})
 	defer close(stop)

@@ -185,7 +185,8 @@ func Grade(st *steps.Step, backend, pkg string, bubble Bubble, out string) error
 // as the cell's own clock read at its start). pkgOf names the package whose frames name the
 // cause of a cell that could not end:
 //   - a bubble that panics because goroutines of the lock were still waiting once its run had
-//     ended is a cell without a verdict, with that cause;
+//     ended keeps its verdict, with a note naming what waited (Outlived); one whose goroutines
+//     all waited before the run could end is a cell without a verdict, with that cause;
 //   - a bubble whose clock stops (a goroutine waits for a sync.Mutex that another holds across a
 //     sleep or a round trip: not a wait synctest can see through) is left behind, and the cell is
 //     played again on the wall clock, with a note that says why;
@@ -241,7 +242,11 @@ func guard(backend string, bubble Bubble, pkgOf func(*steps.Step) string, hung f
 		select {
 		case p := <-done:
 			if p.stuck != "" {
-				return stuckReport(st, sc, Diagnose(AllStacks(), pkgOf(st), strings.Contains(p.stuck, "exited"))), p.clock, nil
+				rep, why, ok := Outlived(p.rep, p.err, p.stuck, pkgOf(st))
+				if !ok {
+					rep = stuckReport(st, sc, why)
+				}
+				return rep, p.clock, nil
 			}
 			return p.rep, p.clock, p.err
 		case why := <-stall:
@@ -316,6 +321,22 @@ func newestBubble(stacks string) string {
 	return strings.Join(parts[latest], "\n\n")
 }
 
+// Outlived keeps the report of a run whose bubble panicked (crash, the panic's words) once it had
+// played: a run that ended in time with its report (rep, played without err), whose lock's
+// goroutines were still waiting when the bubble ended, is judged, with a note naming what waited
+// (the arena ends every stray that sends a command; one that waits for ever cannot be ended). ok
+// is false for a run that could not end, or ran past its deadline (orders deaf to their context):
+// it has no verdict, and why says what waited. pkg names the frames of the lock's package.
+func Outlived(rep *referee.Report, err error, crash, pkg string) (kept *referee.Report, why string, ok bool) {
+	ended := strings.Contains(crash, "exited")
+	why = Diagnose(AllStacks(), pkg, ended)
+	if !ended || rep == nil || err != nil || rep.TimedOut != "" {
+		return nil, why, false
+	}
+	rep.Notes = append(rep.Notes, "the run ended and is judged, but "+why)
+	return rep, why, true
+}
+
 // stuckReport is the report of a cell whose run could not end: every kind its scenario judges
 // is unjudged, and why says what waited.
 func stuckReport(st *steps.Step, sc steps.Scenario, why string) *referee.Report {
@@ -348,8 +369,16 @@ var (
 	bubbleOf      = regexp.MustCompile(`synctest bubble (\d+)`)
 )
 
-// Diagnose names, in one line, what the goroutines of pkg (an import path) in stacks (a dump of
-// every goroutine) were doing: the first frame of pkg in each goroutine that has one, and what
+// PerProcessDir is the folder, inside a learner's, where lab grade lays a copy of its package for
+// each process, where it has package-level state (steps.Step.PerProcess): p0, p1…, each a package
+// of its own. Diagnose names a frame of a copy as the learner's own.
+const PerProcessDir = "zz_per_process"
+
+// copyOf is a copy's part of a frame's name: "/zz_per_process/p3".
+var copyOf = regexp.MustCompile(`/` + PerProcessDir + `/p\d+`)
+
+// Diagnose names, in one line, what the goroutines of pkg (an import path, or a package below it:
+// its copies too) in stacks (a dump of every goroutine) were doing: the first frame of pkg in each goroutine that has one, and what
 // that goroutine was waiting for. ended says the run had ended and these goroutines were left
 // over. Hazard: it reads runtime.Stack's text, which Go does not promise to keep; a dump it cannot
 // read still gives a sentence, without the frames.
@@ -372,7 +401,7 @@ func Diagnose(stacks, pkg string, ended bool) string {
 			latest = max(latest, bubble)
 		}
 		for i := 1; i+1 < len(lines); i += 2 {
-			fn := strings.TrimSpace(lines[i])
+			fn := copyOf.ReplaceAllString(strings.TrimSpace(lines[i]), "")
 			if !strings.HasPrefix(fn, pkg+".") {
 				continue
 			}
