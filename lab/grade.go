@@ -287,6 +287,9 @@ func printGraded(slug string, g matrix.Graded, asJSON bool, stdout io.Writer) er
 			return err
 		}
 	} else {
+		if why := failedByReplies(g); why != "" {
+			fmt.Fprintf(stdout, "Every order of every scenario failed, the server refusing your lock's commands: %s.\n\n", why)
+		}
 		printGrade(stdout, slug, g.Row)
 	}
 	switch {
@@ -296,6 +299,24 @@ func printGraded(slug string, g matrix.Graded, asJSON bool, stdout io.Writer) er
 		return fmt.Errorf("%s: %s no verdict", slug, course.Count(g.Incomplete, "scenario has", "scenarios have"))
 	}
 	return nil
+}
+
+// failedByReplies is the first error reply of a grade whose every played scenario failed every
+// order while its commands got error replies (referee.Report.FailedByReplies), or "".
+func failedByReplies(g matrix.Graded) string {
+	why := ""
+	for _, c := range g.Row {
+		rep := g.Reports[c.Scenario]
+		switch {
+		case c.Skipped != "":
+			continue
+		case rep == nil || !rep.FailedByReplies:
+			return ""
+		case why == "":
+			why = rep.Replies[0].String()
+		}
+	}
+	return why
 }
 
 // printGrade writes a graded row in words.
@@ -345,10 +366,10 @@ func waysOn(row []cell) []string {
 	return on
 }
 
-// printShared says, a line each, the learner's package-level state that every buyer shared: the
-// verdicts above are of a program where they did.
+// printShared says, a line each, the learner's package-level state, which each buyer played on a
+// copy of the package of its own, as in a deployment.
 func printShared(w io.Writer, shared []grading.Shared) {
 	for _, s := range shared {
-		fmt.Fprintf(w, "\nNote: %s.\n", s.Says())
+		fmt.Fprintf(w, "\nNote: %s.\n", s.PerProcessSays())
 	}
 }

@@ -77,7 +77,7 @@ func writeMatrixPage(out string, cells []cell, nSteps int, played time.Time) err
 // writeGradePage writes the page of a learner's grade, played at played, to out: each cell of
 // the row with the report the grader wrote for it (Graded.Reports). name is the learner's (-name),
 // or "": lab class reads it back from the page's runs. shared is the learner's package-level state
-// every buyer shared (grading.SharedState), said on the page.
+// (grading.SharedState), which each buyer played on a copy of its own, said on the page.
 func writeGradePage(out, slug, name, want string, g matrix.Graded, played time.Time, shared []grading.Shared, said gradeSaid) error {
 	reps := gradeReports(g)
 	when := played.UTC().Format(time.RFC3339)

@@ -17,6 +17,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/lockstep-lab/lockstep/internal/matrix"
+	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // ModulePath is this module's path: a learner's package must live inside it, so that the lab can
@@ -42,6 +45,11 @@ type Pkg struct {
 	ReadsNodes bool   // its code reads a Nodes field (Proc.Nodes): it may want -nodes
 	// Shared is its package-level state every simulated process shares (SharedState).
 	Shared []Shared
+	// Files are its folder's files and those of its subfolders, its tests left out, from its
+	// folder with slashes: what a copy of the package needs (Overlay.Copies).
+	Files []string
+	// Needs are the commands it sends that not every server runs (NeedsOf).
+	Needs []steps.Need
 }
 
 // Inspect checks, from the source alone, that dir holds a Go package of this module that
@@ -161,7 +169,39 @@ func Inspect(dir string) (*Pkg, error) {
 		p.HasOrder = true
 	}
 	p.Shared = SharedState(fset, p.Name, files)
+	if p.Files, err = packageFiles(abs); err != nil {
+		return nil, usageError("%s: %v", dir, err)
+	}
+	p.Needs = NeedsOf(files, abs, p.Files)
 	return p, nil
+}
+
+// packageFiles lists dir's files and those of its subfolders, from dir with slashes: all but
+// tests, hidden files and folders, testdata, and copies a build lays over it (matrix.PerProcessDir).
+func packageFiles(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(at string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if at != dir && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == matrix.PerProcessDir) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !d.Type().IsRegular() || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, at)
+		if err != nil {
+			return err
+		}
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	return out, err
 }
 
 // moduleOf finds the go.mod at or above dir and returns its folder and module path.

@@ -17,9 +17,16 @@ type Shared struct {
 	How  string // what makes it state: "written by Lock", "drawn once at init, read by New"
 }
 
-// Says is the line a grade says of it.
+// Says is the line the terminal lab (lab -dir) says of it: it plays every buyer in its one
+// process, on the state they share there.
 func (s Shared) Says() string {
 	return fmt.Sprintf("package-level `%s` (%s) is shared by every buyer here; in a deployment each process has its own — keep per-process state in the Locker", s.Name, s.How)
+}
+
+// PerProcessSays is the line a grade (and an exploration) says of it: they play each process on
+// a copy of the package of its own (steps.Step.PerProcess), so the verdicts are a deployment's.
+func (s Shared) PerProcessSays() string {
+	return fmt.Sprintf("package-level `%s` (%s) is each process's own in a deployment, and was here: every buyer played its own copy of your package (two-requests' two requests share one, as a server's do); the terminal lab (lab -dir) shares it between its buyers", s.Name, s.How)
 }
 
 // mutators are the methods that change what they are called on: a sync.Map's, an atomic's, a

@@ -208,7 +208,7 @@ func GradePage(slug string, row []matrix.Cell, played string, shared []grading.S
 	d := MatrixPage("your lock: "+slug, row, func(matrix.Cell) string { return played }, learner)
 	d.Kind = "grade"
 	for _, s := range shared {
-		d.Shared = append(d.Shared, s.Says())
+		d.Shared = append(d.Shared, s.PerProcessSays())
 	}
 	if len(d.Rows) == 0 {
 		return d
