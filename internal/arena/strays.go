@@ -185,8 +185,9 @@ func (a *Arena) noteStrays() {
 			if !slices.Contains(x.buyers, p.n) {
 				x.buyers = append(x.buyers, p.n)
 			}
-			if x.doing == "" {
-				x.doing = a.strayDoing(p, s)
+			// a site's note says what its strays would go on doing: renewing, where one did
+			if d := a.strayDoing(p, s); x.doing == "" || strings.Contains(d, "renewing") && !strings.Contains(x.doing, "renewing") {
+				x.doing = d
 			}
 		}
 	}

@@ -448,7 +448,7 @@ func (n *embNode) abort(cmds []redis.Cmder) error {
 	abort := waitError("EXECABORT Transaction discarded because of previous errors.")
 	for _, c := range cmds[1:] {
 		if slices.Contains(unknown, c) {
-			c.SetErr(waitError(fmt.Sprintf("ERR unknown command '%s', with args beginning with: ", c.Name())))
+			c.SetErr(waitError(fmt.Sprintf("ERR unknown command '%v', with args beginning with: ", c.Args()[0])))
 		} else {
 			c.SetErr(abort)
 		}
