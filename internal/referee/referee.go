@@ -69,6 +69,9 @@ type Referee struct {
 	foreign []Foreign
 	renewed []Renewal
 	replies []ReplyError
+	// noScript is, by process, call and node, the reply a NOSCRIPT of the latest command there
+	// was counted in: taken back if the next is the script itself (EVAL).
+	noScript map[[3]int]int
 	// lastRenewal is each process's latest command that extended a lease (Renewed).
 	lastRenewal map[int]nodeSeq
 
@@ -220,7 +223,7 @@ func NewReferee(h history.History, emit func(Event)) *Referee {
 	h.Records = nil
 	r := &Referee{h: h, emit: emit, procs: map[int]*rproc{}, orders: map[int]*rorder{},
 		calls: map[int]*rcall{}, listed: map[nodeKey]map[string]int{}, pairs: map[[2]int]bool{}, shelf: h.Stock, freeAt: -1, first: -1,
-		probes: map[time.Duration]time.Duration{}, told: map[vocab.Kind]bool{}, lastRenewal: map[int]nodeSeq{}}
+		probes: map[time.Duration]time.Duration{}, told: map[vocab.Kind]bool{}, lastRenewal: map[int]nodeSeq{}, noScript: map[[3]int]int{}}
 	r.window = max(4*h.Timing.RTT, 5*time.Millisecond)
 	for range max(len(h.Nodes), 1) {
 		r.nodes = append(r.nodes, map[string]*rkey{})

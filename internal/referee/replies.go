@@ -14,11 +14,25 @@ import (
 
 // replyErrors notes the error replies among rec's commands, the first of each command and error
 // (a transaction's EXECABORT is said only where none of its commands has an error of its own).
+// A NOSCRIPT that its process answers at once with the script itself (EVAL: go-redis's Script
+// does so, and the server learns the script) failed nothing, and is taken back.
 func (r *Referee) replyErrors(rec history.Record) {
 	in := ""
 	if c := r.calls[rec.Call]; c != nil {
 		in = map[bool]string{true: history.CallLock, false: history.CallUnlock}[c.lock]
 	}
+	from := [3]int{rec.Buyer, rec.Call, rec.Node}
+	if i, ok := r.noScript[from]; ok && len(rec.Cmds) == 1 && strings.EqualFold(rec.Cmds[0].Name, "eval") {
+		if r.replies[i].Times--; r.replies[i].Times == 0 {
+			r.replies = slices.Delete(r.replies, i, i+1)
+			for k, j := range r.noScript {
+				if j > i {
+					r.noScript[k] = j - 1
+				}
+			}
+		}
+	}
+	delete(r.noScript, from)
 	own := slices.ContainsFunc(rec.Cmds, func(c history.Cmd) bool { return c.Err != "" && !execAbort(c.Err) })
 	for _, c := range rec.Cmds {
 		if c.Err == "" || own && execAbort(c.Err) {
@@ -28,10 +42,14 @@ func (r *Referee) replyErrors(rec history.Record) {
 		i := slices.IndexFunc(r.replies, func(x ReplyError) bool { return x.Cmd == name && x.Err == say && x.In == in })
 		if i >= 0 {
 			r.replies[i].Times++
-			continue
+		} else {
+			i = len(r.replies)
+			r.replies = append(r.replies, ReplyError{Buyer: rec.Buyer, In: in, Cmd: name, Err: say, Server: rec.Server,
+				Lacks: slices.ContainsFunc(rec.Lacks, func(l string) bool { return strings.EqualFold(l, name) }), Times: 1, At: rec.At})
 		}
-		r.replies = append(r.replies, ReplyError{Buyer: rec.Buyer, In: in, Cmd: name, Err: say, Server: rec.Server,
-			Lacks: slices.ContainsFunc(rec.Lacks, func(l string) bool { return strings.EqualFold(l, name) }), Times: 1, At: rec.At})
+		if strings.HasPrefix(say, "NOSCRIPT") && len(rec.Cmds) == 1 {
+			r.noScript[from] = i
+		}
 	}
 }
 

@@ -160,3 +160,52 @@ func TestForeignRenewal(t *testing.T) {
 		t.Errorf("a line of waiters: found a foreign renewal\n%s", rep.Text())
 	}
 }
+
+// TestErrorRepliesAreNamed: an error reply is named once with its count, with the server and the
+// release that runs the command where the server does not; a NOSCRIPT its process answers at once
+// with the script itself (go-redis's Script: EVALSHA, then EVAL) failed nothing and is not named.
+func TestErrorRepliesAreNamed(t *testing.T) {
+	const ttl = 200 * msec
+	failing := func(b *hb, name, err string, lacks bool) func(int) {
+		return func(call int) {
+			b.nseq++
+			r := history.Record{Kind: history.RecCmd, Buyer: b.order[1], Call: call, Seq: b.nseq, Server: "Redis 7.0.15",
+				Cmds: []history.Cmd{{Name: "hsetnx", Args: []string{lockName}, Err: "EXECABORT Transaction discarded because of previous errors."},
+					{Name: name, Args: []string{lockName}, Err: err}}, Atomic: true}
+			if lacks {
+				r.Lacks = []string{strings.ToUpper(name)}
+			}
+			b.add(r)
+		}
+	}
+	b := newHB(vocab.Scenario("contention"), 3, vocab.Overlap, vocab.Oversold, vocab.LostSales)
+	for o := 1; o <= 2; o++ {
+		b.begin(1, o).lock(o, false, failing(b, "hpexpire", "ERR unknown command 'HPEXPIRE', with args beginning with: 'lock'", true))
+		b.add(history.Record{Kind: history.RecOrder, What: history.OrderEnd, Buyer: 1, Order: o, Err: "EXECABORT Transaction discarded because of previous errors."})
+	}
+	rep := b.judge()
+	want := "your Lock's HPEXPIRE failed: ERR unknown command 'HPEXPIRE' — this server is Redis 7.0.15; HPEXPIRE needs Redis 7.4 (2 times)"
+	if len(rep.Replies) != 1 || !slices.Contains(rep.Notes, want) || !rep.FailedByReplies {
+		t.Errorf("replies %+v, notes %q (failed by replies %v), want %q", rep.Replies, rep.Notes, rep.FailedByReplies, want)
+	}
+	// the script fallback
+	b = newHB(vocab.Scenario("contention"), 3, vocab.Overlap, vocab.Oversold, vocab.LostSales)
+	b.begin(1, 1).lock(1, true, func(call int) {
+		b.nseq++
+		b.add(history.Record{Kind: history.RecCmd, Buyer: 1, Call: call, Seq: b.nseq, Cmds: []history.Cmd{{Name: "evalsha", Args: []string{"abc", "1", lockName}, Err: "NOSCRIPT No matching script. Please use EVAL."}}})
+	}, b.set(1, lockName, "", "one", ttl))
+	b.h.Records[len(b.h.Records)-2].Cmds[0].Name = "eval"
+	if rep := b.judge(); len(rep.Replies) != 0 {
+		t.Errorf("a NOSCRIPT answered with the script is named: %+v", rep.Replies)
+	}
+	// no fallback: named
+	b = newHB(vocab.Scenario("contention"), 3, vocab.Overlap, vocab.Oversold, vocab.LostSales)
+	b.begin(1, 1).lock(1, true, b.set(1, lockName, "", "one", ttl)).read(1, 3).write(1, 2)
+	b.unlock(1, func(call int) {
+		b.nseq++
+		b.add(history.Record{Kind: history.RecCmd, Buyer: 1, Call: call, Seq: b.nseq, Cmds: []history.Cmd{{Name: "evalsha", Args: []string{"abc", "1", lockName}, Err: "NOSCRIPT No matching script. Please use EVAL."}}})
+	}).end(1, "")
+	if rep := b.judge(); len(rep.Replies) != 1 || rep.Replies[0].String() != "your Unlock's EVALSHA failed: NOSCRIPT No matching script. Please use EVAL." || rep.FailedByReplies {
+		t.Errorf("NOSCRIPT: %+v", rep.Replies)
+	}
+}
