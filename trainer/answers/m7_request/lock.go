@@ -25,6 +25,14 @@ if redis.call("GET", KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
+// renew pushes KEYS[1]'s lease to ARGV[2] ms only if it holds the token ARGV[1]: a request back
+// from a pause renews no lock but its own (a bare PEXPIRE would extend the next holder's).
+var renew = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0`)
+
 // request is one order: its token, its holds and its watchdog. Go has no ThreadLocal, and a
 // goroutine is not a request: the request's context carries it.
 type request struct {
@@ -89,7 +97,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 			r.mu.Lock()
 			r.holds = 1
 			r.stop, r.done = make(chan struct{}), make(chan struct{})
-			l.watch(key, r.stop, r.done)
+			l.watch(key, r.token, r.stop, r.done)
 			r.mu.Unlock()
 			return true, nil
 		}
@@ -106,8 +114,8 @@ func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
 	return true, nil
 }
 
-// watch renews key every TTL/3 until stop is closed or the process dies.
-func (l *Locker) watch(key string, stop, done chan struct{}) {
+// watch renews key every TTL/3, while it holds token, until stop is closed or the process dies.
+func (l *Locker) watch(key, token string, stop, done chan struct{}) {
 	l.spawn(func(ctx context.Context) {
 		defer close(done)
 		tick := time.NewTicker(l.ttl / 3)
@@ -119,7 +127,7 @@ func (l *Locker) watch(key string, stop, done chan struct{}) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				l.rdb.PExpire(ctx, key, l.ttl)
+				renew.Run(ctx, l.rdb, []string{key}, token, l.ttl.Milliseconds())
 			}
 		}
 	})
