@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -512,4 +513,86 @@ func joinKinds(ks []steps.Kind) string {
 		s = append(s, string(k))
 	}
 	return strings.Join(s, "+")
+}
+
+// holdsPackage is one load of a learner's package whose reentrant lock keeps its holds in a
+// package-level map (Java's static map): each call is the package loaded once more, with a map of
+// its own. Its lock is step 04's SET NX PX, re-entered by whoever finds the map's count above 0.
+func holdsPackage() func(steps.Proc) steps.Locker {
+	var mu sync.Mutex
+	holds := map[string]int{} // the package-level state
+	return newLearner(func(l *learner) {
+		l.lock = func(l *learner, ctx context.Context, key string) (bool, error) {
+			mu.Lock()
+			n := holds[key]
+			if n > 0 {
+				holds[key]++
+			}
+			mu.Unlock()
+			if n > 0 {
+				return true, nil
+			}
+			ok, err := l.rdb.SetNX(ctx, key, l.id, l.p.TTL).Result()
+			if ok {
+				mu.Lock()
+				holds[key] = 1
+				mu.Unlock()
+			}
+			return ok, err
+		}
+		l.free = func(l *learner, ctx context.Context, key string) error {
+			mu.Lock()
+			holds[key]--
+			n := holds[key]
+			mu.Unlock()
+			if n > 0 {
+				return nil
+			}
+			return l.rdb.Del(ctx, key).Err()
+		}
+	})
+}
+
+// TestStatePerProcess: package-level state is played per process where the step gives each
+// process its own copy of its package (steps.Step.PerProcess, what lab grade builds): a hold map
+// one buyer's Lock fills no longer lets another buyer in (reentrant: the nested call's helper
+// and the buyers who come meanwhile; clock-skew: the skewed buyer). Two requests of one process
+// share their process's copy, as a server's do.
+func TestStatePerProcess(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		perProc bool
+		sc      steps.Scenario
+		want    []steps.Kind
+	}{
+		{"shared by every buyer", false, steps.Reentrant, []steps.Kind{steps.Overlap}},
+		{"shared by every buyer", false, steps.ClockSkew, []steps.Kind{steps.Overlap, steps.Oversold}},
+		{"per process", true, steps.Reentrant, nil},
+		{"per process", true, steps.ClockSkew, nil},
+		{"per process, two requests of one", true, steps.TwoRequests, []steps.Kind{steps.Overlap, steps.Oversold}},
+	} {
+		t.Run(c.name+"/"+string(c.sc), func(t *testing.T) {
+			st := &steps.Step{Slug: "learner", New: holdsPackage(), Order: orderDefer}
+			if c.perProc {
+				var mu sync.Mutex
+				loads := map[int]func(steps.Proc) steps.Locker{}
+				st.PerProcess = func(n int) (func(steps.Proc) steps.Locker, func(context.Context, steps.Locker, steps.Shop) error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if loads[n] == nil {
+						loads[n] = holdsPackage()
+					}
+					return loads[n], orderDefer
+				}
+			}
+			steptest.Bubble(t, func(t *testing.T) {
+				env := steptest.Env(t, redisenv.Options{})
+				rep, _, err := scenario.Steady(context.Background(), arena.Config{Step: st, Env: env}, c.sc, scenario.StallTries)
+				if err != nil {
+					t.Fatal(err)
+				}
+				learnerCell{sc: c.sc, want: c.want}.check(t, env.Backend(), rep)
+			})
+		})
+	}
 }
