@@ -6,11 +6,13 @@ import "time"
 // scheduler's order, so two commands that reach a server (a lock node or the inventory) at one
 // instant reach it in an order nobody chose, and a verdict could move from one play to the next.
 // In a bubble every command arrives on an instant of its own: the first grid line (arrivalGrid) a
-// round trip after it left, plus its buyer's number × arrivalStep (the lower number first), plus
-// a nanosecond for each command of its own process that left before it and arrives with it (a
-// watchdog's tick and the order's command, both held by a freeze that ends at once). Whatever a
-// command sets going at its instant (its record, the events the stage waits for) is done before
-// the next instant comes.
+// round trip after it left, plus its buyer's slot on that line × arrivalStep, plus a nanosecond
+// for each command of its own process that left before it and arrives with it (a watchdog's tick
+// and the order's command, both held by a freeze that ends at once). Whatever a command sets
+// going at its instant (its record, the events the stage waits for) is done before the next
+// instant comes. A buyer's slot is its number shuffled by the line (slotOf): the same on every
+// play, and no buyer first at every line (by its number alone, the lower numbers won every tie,
+// and 13's fifth live buyer starved under lost-reply).
 
 // arrivalGrid is the grid commands arrive on in virtual time; arrivalStep is how far apart on it
 // two buyers' arrivals are (and so how many of one process's commands can arrive in order at one
@@ -72,6 +74,25 @@ func (p *process) trip(f *flight) time.Duration {
 	}
 	p.mu.Unlock()
 	sub := time.Duration(min(ahead, int(arrivalStep)-1))
-	slot := time.Duration(p.n%int(arrivalGrid/arrivalStep)) * arrivalStep
-	return line + slot + sub - now
+	return line + slotOf(p.n, line)*arrivalStep + sub - now
+}
+
+// slots is how many buyers' slots a grid line has.
+const slots = int(arrivalGrid / arrivalStep)
+
+// coprime are the multipliers that shuffle a line's slots: each is coprime to slots, so n → a·n +
+// b (mod slots) gives every buyer (below slots) a slot of its own.
+var coprime = []int{1, 3, 7, 9, 11, 13, 17, 19, 21, 23, 27, 29, 31, 33, 37, 39}
+
+// slotOf is buyer n's slot on grid line line: a shuffle of the buyers' numbers drawn from the
+// line, the same on every play.
+func slotOf(n int, line time.Duration) time.Duration {
+	x := uint64(line / arrivalGrid)
+	x ^= x >> 33 // splitmix64's finisher: nearby lines, unrelated shuffles
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	a, b := coprime[x%uint64(len(coprime))], int((x>>8)%uint64(slots))
+	return time.Duration((a*(n%slots) + b) % slots)
 }
