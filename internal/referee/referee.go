@@ -13,8 +13,9 @@ import (
 // arena, and reads no Redis and no clock (TestRefereeIsPure). Fed records in the order they were
 // observed (Add), it keeps the violations found so far and tells the live arena what each record
 // means (Event); Judge feeds it a whole saved history. Each kind has its own small checker over
-// the same records, in a file of its own (shop.go, holds.go, stuck.go; idle and starved beside
-// the shop's and findings.go), and everything it says is in words.go:
+// the same records, in a file of its own (shop.go, holds.go, renewals.go, stuck.go; idle and
+// starved beside the shop's and findings.go; the error replies in replies.go), and everything it
+// says is in words.go:
 //
 //   - overlap, oversold (the shop is the truth): an order's critical section runs from the stock
 //     read its write was computed from (its last read before the write) to that write, in the
@@ -25,7 +26,10 @@ import (
 //     what was written for it during the call: a hand-over). A hold ends when any of its keys is
 //     gone, or will expire within a round trip, or is overwritten by another process; by a
 //     process that is not the holder, that is a foreign release. Redis's own expiry, a
-//     failover's or a restart's loss ends a hold with nobody to blame.
+//     failover's or a restart's loss ends a hold with nobody to blame. A Lock granted to the
+//     process that holds the lock is a re-entry: no new hold, the hold entered once more.
+//   - foreign-renewal (renewals): a command that keeps a key's value and moves its lease later,
+//     on the lock another process's active hold created.
 //   - stuck (the end-of-run probe, or, live, a finished or dead owner's hold with a key that
 //     never expires), lost-sales (an order that sold nothing, wrote nothing, and was not excused
 //     while units remained), reentry-failed (the nested Lock), flood (commands per confirmed
