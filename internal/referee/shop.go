@@ -136,19 +136,26 @@ func (r *Referee) passedBy(o *rorder, at time.Duration) {
 	r.announce(at, vocab.Starved, s.String(), s.Buyer)
 }
 
-// passes counts the orders that began after o, while o was not at its own work, and got in
-// first, in the inventory's order. An order that began at the same instant as o did not ask
-// after it, whichever was recorded first (the Go scheduler's pick). Hazard: an order that does
-// its work before anything else (a lock-free sale, step 17) is busy, not waiting; counting those
-// that began meanwhile called it starved.
+// passes counts the orders that asked after o (askedAfter), while o was not at its own work, and
+// got in first, in the inventory's order. Hazard: an order that does its work before anything
+// else (a lock-free sale, step 17) is busy, not waiting; counting those that began meanwhile
+// called it starved.
 func (r *Referee) passes(o *rorder) int {
 	n := 0
-	for _, x := range r.ranked[o.rank+1:] {
-		if x.buyer != o.buyer && x.began > o.began && !o.unpassed[x.id] && x.entry > 0 && (o.entry == 0 || x.entry < o.entry) {
+	for _, x := range r.ranked {
+		if x.buyer != o.buyer && askedAfter(x, o) && !o.unpassed[x.id] && x.entry > 0 && (o.entry == 0 || x.entry < o.entry) {
 			n++
 		}
 	}
 	return n
+}
+
+// askedAfter reports whether order x asked after order o: it began later, or at the same instant
+// with a higher buyer number. The record order of two begins at one instant is the Go
+// scheduler's pick, so it decides nothing; the buyers' numbers are the order a drive session
+// (and the challenges) present them in, the same on every play.
+func askedAfter(x, o *rorder) bool {
+	return x.began > o.began || x.began == o.began && x.buyer > o.buyer
 }
 
 // write ends o's critical section at op: from its last read before op (none: a write computed
