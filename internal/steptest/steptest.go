@@ -128,6 +128,16 @@ func Run(t *testing.T, st *steps.Step) {
 	}
 }
 
+// Slow skips t unless $LAB_SLOW is 1, as CI sets it: for a test that waits on the wall clock for
+// most of a minute, which CI runs and go test ./... on a laptop need not wait for. what says what
+// the test does that takes so long; the skip names the variable.
+func Slow(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("LAB_SLOW") != "1" {
+		t.Skipf("%s: LAB_SLOW=1 runs it (CI does)", what)
+	}
+}
+
 // Virtual reports whether the backend $LAB_REDIS names runs in virtual time under go test: the
 // embedded one, whose Redis lives in the test's own process.
 func Virtual() bool {
