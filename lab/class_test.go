@@ -23,7 +23,7 @@ import (
 // way on; lab class of two saved grades and a grade's page names every learner in one table,
 // beside step 4's row; a saved verdict its history does not bear out is said, and exits 1.
 func TestGradeWantAndClass(t *testing.T) {
-	t.Parallel() // grade builds and runs a binary of its own
+	t.Parallel() // grade runs a binary of its own (this one: ingrader_test.go)
 	four := sharedCopy(t, "04_atomic_ttl", "README.md")
 	files := t.TempDir()
 	saved, page := filepath.Join(files, "ada.json"), filepath.Join(files, "ada.html")

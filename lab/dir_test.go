@@ -54,7 +54,7 @@ func TestTmuxDir(t *testing.T) {
 		t.Skip("-short: the tmux test builds and runs the binary")
 	}
 	bin := buildLab(t)
-	dir, err := filepath.Abs(copyStep(t, "13_pubsub", "README.md", "idea_test.go", "lock_test.go"))
+	dir, err := filepath.Abs(builtCopy(t, "13_pubsub", "README.md", "idea_test.go", "lock_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,8 @@ func TestExploreBadInput(t *testing.T) {
 // writes a file lab judge judges again to the same verdict; -html a page with the program in
 // words and the command that replays it above its verdict, which lab judge reads too.
 func TestExploreCopyOf09(t *testing.T) {
-	t.Parallel() // explore builds and runs a binary of its own
-	dir := copyStep(t, "09_lua_unlock", "README.md")
+	t.Parallel() // explore runs a binary of its own (this one: ingrader_test.go)
+	dir := sharedCopy(t, "09_lua_unlock", "README.md")
 	saved := filepath.Join(t.TempDir(), "found.json")
 	page := filepath.Join(t.TempDir(), "found.html")
 	code, out, errs := exploreLab(t, "-budget", "20s", "-save", saved, "-html", page, dir)
@@ -120,7 +120,7 @@ func TestExplore17FindsNothing(t *testing.T) {
 // and goes on: never a stack trace, never a silent hang.
 func TestExploreStoppedClock(t *testing.T) {
 	t.Parallel() // explore builds and runs a binary of its own
-	p, err := grading.Inspect(copyLearner(t, "mutex_across_wait"))
+	p, err := grading.Inspect(sharedLearner(t, "mutex_across_wait"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,8 @@ func scenariosBroken(st *steps.Step) []string {
 // violation, and its row the catalog's.
 func TestGradeCopyOf09(t *testing.T) {
 	t.Parallel() // grade builds and runs a binary of its own
-	dir := sharedCopy(t, "09_lua_unlock", "README.md")
+	// End to end: the real grader, built with the copy laid over it.
+	dir := builtCopy(t, "09_lua_unlock", "README.md")
 	code, out, errs := grade(t, dir)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
@@ -81,7 +82,7 @@ func TestGradeCopyOf09(t *testing.T) {
 
 // TestGradeCopyOf17: the lock-free order of step 17 passes every scenario: exit 0.
 func TestGradeCopyOf17(t *testing.T) {
-	t.Parallel() // grade builds and runs a binary of its own
+	t.Parallel() // grade runs a binary of its own (this one: ingrader_test.go)
 	dir := sharedCopy(t, "17_atomic_stock", "README.md", "idea_test.go")
 	code, out, errs := grade(t, dir)
 	if code != 0 {
@@ -96,7 +97,7 @@ func TestGradeCopyOf17(t *testing.T) {
 // as JSON earns step 15's row; and a copy of 09 without its Order is placed by steps.DefaultOrder,
 // which is 09's handler, so it earns 09's row.
 func TestGradeQuorumWithoutOrder(t *testing.T) {
-	t.Parallel() // grade builds and runs a binary of its own
+	t.Parallel() // grade runs a binary of its own (this one: ingrader_test.go)
 	for _, tc := range []struct {
 		slug string
 		drop []string
@@ -196,28 +197,6 @@ func TestGradeDoesNotBuild(t *testing.T) {
 	}
 }
 
-// copyLearner copies a learner-style package kept in testdata/learners (a lock written to be
-// graded, not a step) into a learner's folder, and returns the folder.
-func copyLearner(t *testing.T, name string) string {
-	t.Helper()
-	dir := learnerFolder(t)
-	src := filepath.Join("testdata", "learners", name)
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // TestGradeNamesWhatHangs: a lock that cannot end its runs in virtual time gets one line that
 // names its frame and the cause, never a stack trace or a silent hang. A sync.Mutex held from
 // Lock to Unlock, waited for by a nested call of the same process, stops the bubble's clock: that
@@ -234,7 +213,7 @@ func TestGradeNamesWhatHangs(t *testing.T) {
 	} {
 		t.Run(tc.learner, func(t *testing.T) {
 			t.Parallel()
-			code, out, errs := grade(t, copyLearner(t, tc.learner))
+			code, out, errs := grade(t, sharedLearner(t, tc.learner))
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
 			}
@@ -282,7 +261,7 @@ func TestGradeFlushDBOnAURLServer(t *testing.T) {
 		return out
 	}
 	before := dump()
-	dir := copyLearner(t, "flushdb_release")
+	dir := sharedLearner(t, "flushdb_release")
 	code, out, errs := grade(t, "-redis", "redis://"+addr+"/0", dir)
 	if after := dump(); !maps.Equal(before, after) {
 		t.Errorf("the user's keys changed under the grade: before %v, after %v", before, after)

@@ -15,7 +15,8 @@ func TestGradeExplores(t *testing.T) {
 	t.Parallel() // grade builds and runs a binary of its own; it waits for nothing of this process
 	t.Run("found", func(t *testing.T) {
 		t.Parallel() // grade builds and runs a binary of its own
-		dir := sharedCopy(t, "09_lua_unlock", "README.md")
+		// End to end: explored in the real grader, built with the copy laid over it.
+		dir := builtCopy(t, "09_lua_unlock", "README.md")
 		code, out, errs := grade(t, "-explore", "20s", "-want", "09", dir)
 		if code != 0 {
 			t.Fatalf("exit %d, want 0 (the target met)\n%s\n%s", code, out, errs)
@@ -29,7 +30,7 @@ func TestGradeExplores(t *testing.T) {
 		}
 	})
 	t.Run("nothing found", func(t *testing.T) {
-		t.Parallel() // grade builds and runs a binary of its own
+		t.Parallel() // grade runs a binary of its own (this one: ingrader_test.go)
 		dir := sharedCopy(t, "17_atomic_stock", "README.md", "idea_test.go")
 		code, out, errs := grade(t, "-explore", "2s", dir)
 		if code != 0 {

@@ -16,6 +16,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if inGrader != nil { // run as a learner's grader (ingrader_test.go), as the grader's own binary runs
+		os.Exit(m.Run())
+	}
 	lipgloss.SetColorProfile(termenv.Ascii)
 	waitersInParallel()
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/charmbracelet/x/exp/teatest.NewTestModel.func2"),
@@ -24,7 +27,7 @@ func TestMain(m *testing.M) {
 				os.RemoveAll(buildDir)
 			}
 			forgetBuilds()
-			forgetSharedCopies()
+			forgetSharedFolders()
 			os.Exit(code) // goleak's own exit: a Cleanup that returns passes a leak in silence
 		}))
 }

@@ -14,7 +14,7 @@ import (
 // name it too.
 func TestGradeSaysEveryOrderFailed(t *testing.T) {
 	t.Parallel() // grade builds and runs a binary of its own
-	code, out, errs := grade(t, copyLearner(t, "reply_errors"))
+	code, out, errs := grade(t, sharedLearner(t, "reply_errors"))
 	first := "Every order of every scenario failed, the server refusing your lock's commands: your Lock's HPEXPIRE failed: ERR unknown command 'HPEXPIRE' — this server is "
 	if code != 1 || !strings.Contains(out, first) || strings.Index(out, first) > strings.Index(out, "every scenario (judged kinds") {
 		t.Fatalf("exit %d, want 1, saying first %q\n%s\n%s", code, first, out, errs)

@@ -32,7 +32,7 @@ func TestGradeSaysSharedState(t *testing.T) {
 		t.Run(tc.learner, func(t *testing.T) {
 			t.Parallel()
 			page := filepath.Join(t.TempDir(), "grade.html")
-			code, out, errs := grade(t, copyLearner(t, tc.learner), "-html", page)
+			code, out, errs := grade(t, sharedLearner(t, tc.learner), "-html", page)
 			if code != 1 || !strings.Contains(out, tc.says) || strings.Contains(out, tc.never) {
 				t.Fatalf("exit %d, want 1, saying %q and never %q\n%s\n%s", code, tc.says, tc.never, out, errs)
 			}
