@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/redisenv"
 	"github.com/lockstep-lab/lockstep/internal/referee"
+	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/steps"
 )
 
@@ -93,11 +94,17 @@ func TestDocumentedCommands(t *testing.T) {
 	if len(all) == 0 {
 		t.Fatal("no go run ./lab command found in README.md and docs/*.md")
 	}
+	if !slices.ContainsFunc(all, func(c docCmd) bool { return len(c.env) > 0 }) {
+		// Beside the tests that wait on a terminal, a browser or a grader: most of what it
+		// plays is in virtual time, on the CPU the waiting tests leave. A command shown with
+		// an environment (t.Setenv) keeps it in the sequential phase, as go test requires.
+		t.Parallel()
+	}
 	docFilesDir = t.TempDir()
 	t.Cleanup(func() { docFilesDir = "" }) // after the parallel subtests too
 	memo := &playMemo{orig: play, reps: map[string]*referee.Report{}, errs: map[string]error{}}
-	play, docMemo = memo.play, memo
-	t.Cleanup(func() { play, docMemo = memo.orig, nil })
+	docMemo = memo // play is the memo's in each command that plays in this process (runDocCmd)
+	t.Cleanup(func() { docMemo = nil })
 	seen := map[string]string{}
 	var skipped []string
 	for _, c := range all {
@@ -129,9 +136,9 @@ func TestDocumentedCommands(t *testing.T) {
 
 // gradesAFolder says whether c is a lab grade of a learner's folder that is no exercise's answer
 // (those are graded together, gradeExercise), with no environment of its own and no file a later
-// command reads: such a grade builds and runs its grader, a process of its own, and touches none
-// of what the other commands share (play, the memo, the package's bubble, the environment), so it
-// runs in parallel, after the others.
+// command reads: such a grade runs its grader, a process of its own, and touches none of what the
+// other commands share (play, the memo, the package's bubble, the environment), so it runs in
+// parallel, after the others.
 func gradesAFolder(c docCmd) bool {
 	if len(c.args) == 0 || c.args[0] != "grade" || len(c.env) > 0 || slices.Contains(c.args, "-save") {
 		return false
@@ -156,10 +163,22 @@ func notHeadless(c docCmd) string {
 	return ""
 }
 
+// slowOnAServer says whether args, on backend, wait on the wall clock for many seconds: a matrix on
+// a server (each cell a run of real time: 18 s for three steps), a Sentinel's failover (5 s). The
+// documentation's test runs them under LAB_SLOW=1 (CI); without it, the same backends' single runs
+// (a second or less each) and internal/redisenv's tests play them.
+func slowOnAServer(args []string, backend string) bool {
+	virtual := backend == "" || backend == "embedded"
+	return !virtual && slices.Contains(args, "matrix") || backend == "sentinel"
+}
+
 // runDocCmd runs one command on what this machine has and checks it.
 func runDocCmd(t *testing.T, c docCmd) {
 	if !gradesAFolder(c) { // a grade plays in its grader, never in this process's bubble
 		inVirtualTime(t)
+		m := docMemo
+		play = m.play
+		t.Cleanup(func() { play = m.orig }) // before inVirtualTime gives play back
 	}
 	args := slices.Clone(c.args)
 	for _, e := range c.env {
@@ -187,6 +206,11 @@ func runDocCmd(t *testing.T, c docCmd) {
 		if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("CI") != "true" {
 			t.Skipf("%s needs redis-server, which this machine lacks", c.where)
 		}
+	}
+	if slowOnAServer(args, backend) {
+		steptest.Slow(t, c.where+": it waits on a server's wall clock for many seconds")
+	}
+	switch {
 	case slices.Contains(args, "matrix") && testing.Short():
 		t.Skipf("%s: the matrix takes minutes; -short skips it", c.where)
 	case len(args) > 1 && args[0] == "judge" && testing.Short():

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"testing/synctest"
 
 	"github.com/lockstep-lab/lockstep/internal/explore"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
@@ -167,10 +166,4 @@ func TestExplore(t *testing.T) {
 	if err := explore.Serve(learner, pkg, inBubbles(t)); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// inBubbles plays each f it is given in a testing/synctest bubble of t of its own, as the grader
-// and the step suites play each cell.
-func inBubbles(t *testing.T) matrix.Bubble {
-	return func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
 }

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/matrix"
@@ -255,7 +254,7 @@ func playInBubble(t *testing.T, step string, sc steps.Scenario) *referee.Report 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := matrix.Play(st, sc, "", func(f func()) { synctest.Test(t, func(*testing.T) { f() }) })
+	rep, err := matrix.Play(st, sc, "", inBubbles(t))
 	if err != nil {
 		t.Fatal(err)
 	}

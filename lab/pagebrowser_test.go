@@ -42,18 +42,20 @@ func shotsDir(t *testing.T) string {
 // node and for the inventory; a red span per overlapping pair; every mark the lab drew; ←/→ and a
 // hover saying the events in sim's words; a cell's link scrolling to its timeline; and lab judge
 // reading each page back to the same verdicts. Each page is screenshot. It runs in parallel with
-// the tests that run binaries of their own: no other parallel test plays cells in this process
-// (inVirtualTime sets the package's bubble).
+// the other tests, taking the package's play and bubble for each command it runs (inProcess).
 func TestPagesInBrowser(t *testing.T) {
 	t.Parallel()
 	b := startBrowser(t)
-	inVirtualTime(t)
 	dir, shots := t.TempDir(), shotsDir(t)
 	named := []struct{ step, sc string }{{"04", "slow"}, {"15", "restart"}, {"16", "pause"}, {"17", "pause"}}
 	for _, c := range named {
 		file := filepath.Join(dir, "run-"+c.step+".html")
 		var out, errw bytes.Buffer
-		if err := run([]string{"run", "-step", c.step, "-scenario", c.sc, "-json", "-html", file}, &out, &errw); err != nil {
+		var err error
+		inProcess(t, func() {
+			err = run([]string{"run", "-step", c.step, "-scenario", c.sc, "-json", "-html", file}, &out, &errw)
+		})
+		if err != nil {
 			t.Fatalf("run %s %s: %v\n%s", c.step, c.sc, err, errw.String())
 		}
 		var rep referee.Report
@@ -80,7 +82,9 @@ func TestPagesInBrowser(t *testing.T) {
 	// timeline, and the four cells' runs there as their own pages show them
 	file := filepath.Join(dir, "matrix.html")
 	var out, errw bytes.Buffer
-	if err := run([]string{"matrix", "-steps", "04,15,16,17", "-json", "-html", file}, &out, &errw); err != nil && exitCode(err) != 1 {
+	var err error
+	inProcess(t, func() { err = run([]string{"matrix", "-steps", "04,15,16,17", "-json", "-html", file}, &out, &errw) })
+	if err != nil && exitCode(err) != 1 {
 		t.Fatalf("matrix: %v\n%s", err, errw.String())
 	}
 	var cells []cell

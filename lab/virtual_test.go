@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -15,16 +16,43 @@ import (
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
+// commandsInProcess guards the package's play, bubble and settle, which the run, matrix and drive
+// commands read when they play in this process, and which a test sets (inVirtualTime, inProcess;
+// the documentation's test its memo): one test at a time. Hazard: a parallel test that sets or
+// reads any of them without it races with another's plays.
+var commandsInProcess sync.Mutex
+
 // inVirtualTime makes the cells the headless commands play during t, on the embedded backend,
 // play in virtual time: each inside a testing/synctest bubble of t, as the step suites play
 // theirs. The lab itself plays on the wall clock (Go has virtual time only under go test); the
 // referee's rules are the same on both clocks, and TestBothClocks checks a sample of cells both
-// ways.
+// ways. It holds commandsInProcess until t ends: a parallel test that runs commands between other
+// work takes it command by command (inProcess).
 func inVirtualTime(t *testing.T) {
 	t.Helper()
-	bubble = func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
-	settle = synctest.Wait
-	t.Cleanup(func() { bubble, settle = nil, nil })
+	commandsInProcess.Lock()
+	bubble, settle = inBubbles(t), synctest.Wait
+	t.Cleanup(func() {
+		bubble, settle = nil, nil
+		commandsInProcess.Unlock()
+	})
+}
+
+// inBubbles plays each f it is given in a testing/synctest bubble of t of its own, as the grader
+// and the step suites play each cell.
+func inBubbles(t *testing.T) matrix.Bubble {
+	return func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
+}
+
+// inProcess runs f, which runs commands that play in this process, as inVirtualTime would run the
+// rest of t, and gives the package's play, bubble and settle back when f returns.
+func inProcess(t *testing.T, f func()) {
+	t.Helper()
+	commandsInProcess.Lock()
+	defer commandsInProcess.Unlock()
+	bubble, settle = inBubbles(t), synctest.Wait
+	defer func() { bubble, settle = nil, nil }()
+	f()
 }
 
 // TestBothClocks plays a sample of cells on the wall clock and in virtual time: the referee's
