@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -75,24 +74,18 @@ var raceDetector bool
 // the matrix's (under the race detector, load's flood aside: a count that follows the machine),
 // that after Close those keys are byte-identical, their expiry times unmoved, and no
 // "lockstep:" key is left. It plays the server as a user runs it, with the default configuration
-// (no keyspace events: the poll watcher), and with keyspace events on (the notifying watcher):
-// the two at once, each on a server of its own, but for load's cells, which play alone (its
-// counts follow the machine, as the step suites play it alone on a server).
+// (no keyspace events: the poll watcher), and with keyspace events on (the notifying watcher).
 func TestURLLeavesOtherKeysAlone(t *testing.T) {
-	var alone sync.RWMutex // load holds it to write, every other cell to read
 	for _, events := range []string{"", "KEA"} {
 		name := "default config"
 		if events != "" {
 			name = "notify-keyspace-events " + events
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel() // a wall clock's waits, on a server of its own
-			checkURLLeavesOtherKeysAlone(t, events, &alone)
-		})
+		t.Run(name, func(t *testing.T) { checkURLLeavesOtherKeysAlone(t, events) })
 	}
 }
 
-func checkURLLeavesOtherKeysAlone(t *testing.T, events string, alone *sync.RWMutex) {
+func checkURLLeavesOtherKeysAlone(t *testing.T, events string) {
 	srv := openServer(t)
 	addr := srv.InventoryOptions().Addr
 	ctx := context.Background()
@@ -121,13 +114,7 @@ func checkURLLeavesOtherKeysAlone(t *testing.T, events string, alone *sync.RWMut
 			if env.Backend() != "url" || env.Nodes()[0].CanFailover() {
 				t.Fatalf("backend %q, CanFailover %v", env.Backend(), env.Nodes()[0].CanFailover())
 			}
-			lock, unlock := alone.RLock, alone.RUnlock
-			if sc == steps.Load {
-				lock, unlock = alone.Lock, alone.Unlock
-			}
-			lock()
 			rep, _, err := scenario.Steady(ctx, arena.Config{Step: st, Env: env}, sc, scenario.StallTries)
-			unlock()
 			switch {
 			case sc == steps.Failover || sc == steps.Restart:
 				if !errors.Is(err, arena.ErrCannotStage) {
