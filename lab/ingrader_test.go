@@ -94,6 +94,9 @@ func gradeHere(p *grading.Pkg, ov grading.Overlay, dir string) (bin string, ok b
 	if err1 != nil || err2 != nil || pkg != p.ImportPath {
 		return "", true, fmt.Errorf("the overlay of %s hands over %s as %s, not %s", p.Rel, m[4], m[1], p.ImportPath)
 	}
+	if spec.OwnOrder && !p.HasOrder { // as the build would fail: yourlock.Order is undefined
+		return "", true, fmt.Errorf("the overlay of %s hands over its Order, which it does not export", p.Rel)
+	}
 	spec.Slug, spec.Pkg = slug, grading.ModulePath+"/steps/"+step
 	b, err := json.Marshal(spec)
 	if err == nil {
