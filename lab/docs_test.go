@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/steptest"
 	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
 // The documentation's test, as the Go Tour's content_test.go: every "go run ./lab …" that
@@ -163,13 +164,47 @@ func notHeadless(c docCmd) string {
 	return ""
 }
 
-// slowOnAServer says whether args, on backend, wait on the wall clock for many seconds: a matrix on
-// a server (each cell a run of real time: 18 s for three steps), a Sentinel's failover (5 s). The
-// documentation's test runs them under LAB_SLOW=1 (CI); without it, the same backends' single runs
-// (a second or less each) and internal/redisenv's tests play them.
-func slowOnAServer(args []string, backend string) bool {
+// slowOnTheWallClock says whether args, on backend, wait on the wall clock for many seconds: a
+// matrix on a server (each cell a run of real time: 18 s for three steps), a Sentinel's failover
+// (5 s), an exploration of a step that holds (17: nothing breaks, so it plays programs for its
+// whole -budget, 60 s by default, a core busy all along). The documentation's test runs them under
+// LAB_SLOW=1 (CI); without it, the same backends' single runs (a second or less each) and
+// internal/redisenv's tests play those backends, and TestExplore17FindsNothing explores 17 for 3 s.
+func slowOnTheWallClock(args []string, backend string) bool {
 	virtual := backend == "" || backend == "embedded"
-	return !virtual && slices.Contains(args, "matrix") || backend == "sentinel"
+	return !virtual && slices.Contains(args, "matrix") || backend == "sentinel" || exploresAStepThatHolds(args)
+}
+
+// exploresAStepThatHolds says whether args explore a step the catalog says holds (its challenge
+// cannot be reached) for a budget of 10 s or more.
+func exploresAStepThatHolds(args []string) bool {
+	if len(args) < 2 || args[0] != "explore" {
+		return false
+	}
+	budget := time.Minute // lab explore's default
+	if b := flagValue(args, "-budget"); b != "" {
+		d, err := time.ParseDuration(b)
+		if err != nil {
+			return false // bad input: exits 2 at once
+		}
+		budget = d
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			if a != "-json" && !strings.Contains(a, "=") {
+				i++ // the flag's value
+			}
+			continue
+		}
+		st, err := catalog.Find(a)
+		if err != nil {
+			return false // a folder of the learner's: it may break at once
+		}
+		ch, ok := catalog.ChallengeOf(st.Slug)
+		return ok && ch.Holds && budget >= 10*time.Second
+	}
+	return false
 }
 
 // runDocCmd runs one command on what this machine has and checks it.
@@ -207,8 +242,8 @@ func runDocCmd(t *testing.T, c docCmd) {
 			t.Skipf("%s needs redis-server, which this machine lacks", c.where)
 		}
 	}
-	if slowOnAServer(args, backend) {
-		steptest.Slow(t, c.where+": it waits on a server's wall clock for many seconds")
+	if slowOnTheWallClock(args, backend) {
+		steptest.Slow(t, c.where+": it waits on the wall clock for many seconds")
 	}
 	switch {
 	case slices.Contains(args, "matrix") && testing.Short():
