@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -69,15 +70,17 @@ func gradeInBinary(t *testing.T, dir, slug string) {
 	inBinary.steps[abs] = slug
 }
 
-// overlayLearner is the line of testOverlay's generated code (lab/grading) that declares the
-// learner's step, and its import path.
-var overlayLearner = regexp.MustCompile(`learner = &steps\.Step\{Slug: ("[^"]*"), Side: true, Nodes: (\d+), New: yourlock\.New, Order: (yourlock\.Order|steps\.DefaultOrder)\}\s+learnerPkg = ("[^"]*")`)
+// overlayLearner is the line of GraderOverlay's generated code (lab/grading) that declares the
+// learner's step and its import path: slug, lock nodes, Order, Needs, package.
+var overlayLearner = regexp.MustCompile(`learner = &steps\.Step\{Slug: ("[^"]*"), Side: true, Nodes: (\d+), New: yourlock\.New, Order: (yourlock\.Order|steps\.DefaultOrder), Needs: (nil|\[\]steps\.Need\{[^\n]*\})\}\s+learnerPkg = ("[^"]*")`)
 
 // gradeHere is buildPkg for a learner this binary grades: it links this binary into dir as the
 // build's binary, with the spec of what it plays beside it. ok is false for any other learner,
-// for an overlay that is no grader's or explorer's, and under the race detector: those are built,
-// as every grade's grader was before this file. A grader is built without -race, as a learner's
-// is; this binary built with it plays a row several times slower.
+// for an overlay that is no grader's, for a learner whose package-level state is played per
+// process (a copy of its package for each process: ov.Copies) or whose Needs are not its step's,
+// and under the race detector: those are built, as every grade's grader was before this file. A
+// grader is built without -race, as a learner's is: this binary would play the row under the
+// detector, as no learner's grader does.
 func gradeHere(p *grading.Pkg, ov grading.Overlay, dir string) (bin string, ok bool, err error) {
 	if raceDetector {
 		return "", false, nil
@@ -85,19 +88,26 @@ func gradeHere(p *grading.Pkg, ov grading.Overlay, dir string) (bin string, ok b
 	inBinary.Lock()
 	step, held := inBinary.steps[p.Abs]
 	inBinary.Unlock()
-	if !held || (ov.Pkg != "internal/matrix" && ov.Pkg != "internal/explore") {
+	if !held || ov.Pkg != "internal/matrix" || len(ov.Copies) > 0 {
 		return "", false, nil
 	}
 	m := overlayLearner.FindStringSubmatch(ov.Code)
 	if m == nil {
 		return "", true, fmt.Errorf("the overlay of %s for %s declares no learner as this binary reads it (ingrader_test.go's overlayLearner):\n%s", p.Rel, ov.What, ov.Code)
 	}
+	st, err := catalog.Find(step)
+	if err != nil {
+		return "", true, err
+	}
+	if m[4] != needsLiteral(st.Needs) {
+		return "", false, nil
+	}
 	spec := inGraderSpec{Step: step, OwnOrder: m[3] == "yourlock.Order"}
 	spec.Nodes, _ = strconv.Atoi(m[2])
-	pkg, err1 := strconv.Unquote(m[4])
+	pkg, err1 := strconv.Unquote(m[5])
 	slug, err2 := strconv.Unquote(m[1])
 	if err1 != nil || err2 != nil || pkg != p.ImportPath {
-		return "", true, fmt.Errorf("the overlay of %s hands over %s as %s, not %s", p.Rel, m[4], m[1], p.ImportPath)
+		return "", true, fmt.Errorf("the overlay of %s hands over %s as %s, not %s", p.Rel, m[5], m[1], p.ImportPath)
 	}
 	if spec.OwnOrder && !p.HasOrder { // as the build would fail: yourlock.Order is undefined
 		return "", true, fmt.Errorf("the overlay of %s hands over its Order, which it does not export", p.Rel)
@@ -119,6 +129,18 @@ func gradeHere(p *grading.Pkg, ov grading.Overlay, dir string) (bin string, ok b
 		err = copyFile(self, bin)
 	}
 	return bin, true, err
+}
+
+// needsLiteral is needs as the overlay's code writes it (lab/grading's needsCode).
+func needsLiteral(needs []steps.Need) string {
+	if len(needs) == 0 {
+		return "nil"
+	}
+	var each []string
+	for _, n := range needs {
+		each = append(each, fmt.Sprintf("{Command: %q, Since: %q}", n.Command, n.Since))
+	}
+	return "[]steps.Need{" + strings.Join(each, ", ") + "}"
 }
 
 // inGrader is what this binary plays when a command runs it as a learner's grader (nil: it runs
@@ -149,7 +171,7 @@ func learnerHere(t *testing.T) (*steps.Step, string) {
 	if inGrader.OwnOrder {
 		order = st.Order
 	}
-	return &steps.Step{Slug: inGrader.Slug, Side: true, Nodes: inGrader.Nodes, New: st.New, Order: order}, inGrader.Pkg
+	return &steps.Step{Slug: inGrader.Slug, Side: true, Nodes: inGrader.Nodes, New: st.New, Order: order, Needs: st.Needs}, inGrader.Pkg
 }
 
 // TestGrade is the grader's TestGrade (internal/matrix) in this binary run as a learner's grader.
