@@ -91,8 +91,8 @@ func driveCmd(args []string, stdout, stderr io.Writer) error {
 	var bad, said []string
 	reached := 0
 	for i, m := range ms {
-		f, err = d.Move(m)
-		if errors.Is(err, drive.ErrBadMove) {
+		g, err := d.Move(m)
+		if errors.Is(err, drive.ErrBadMove) { // f stays the last move's frame
 			bad = append(bad, fmt.Sprintf("move %d: %v", i+1, err))
 			fmt.Fprintf(stdout, "%3d. %-3s not played: %v\n", i+1, m.Key, err)
 			continue
@@ -100,6 +100,7 @@ func driveCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		f = g
 		printMove(stdout, len(f.Moves), m, f.Said[0])
 		said = append(said, fmt.Sprintf("%d. %s: %s", len(f.Moves), moveKey(m), f.Said[0][0]))
 		if hasChallenge && reached == 0 && goal(f.Found, ch.Goal) {

@@ -55,7 +55,7 @@ func pad3(n int) string { return fmt.Sprintf("%3d", n) }
 
 // TestDriveBadMoves: an unknown key is one line and exit 2, before anything is played; a move a
 // session cannot play (a buyer with nothing to send, a buyer not on the stage) is one line each,
-// the rest is played, and the exit is 2.
+// the rest is played (a bad last move too), and the exit is 2.
 func TestDriveBadMoves(t *testing.T) {
 	inVirtualTime(t)
 	var out, errw bytes.Buffer
@@ -76,6 +76,14 @@ func TestDriveBadMoves(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "buyer 2 sends GET stock") {
 		t.Fatalf("the moves after a bad one are played:\n%s", out.String())
+	}
+	// A bad last move: the session ends on the last move played (it dereferenced the bad one's
+	// missing frame and panicked).
+	out.Reset()
+	errw.Reset()
+	err = run([]string{"drive", "01", "-moves", "1 1"}, &out, &errw)
+	if !errors.Is(err, errUsage) || !strings.Contains(errw.String(), "move 2") || !strings.Contains(out.String(), "verdict") {
+		t.Fatalf("a bad last move: want exit 2, one line and the verdict, got %v\n%s\n%s", err, out.String(), errw.String())
 	}
 	for _, args := range [][]string{{"drive"}, {"drive", "99", "-solve"}, {"drive", "05"}, {"drive", "05", "-solve", "-moves", "1"}} {
 		if err := run(args, &out, &errw); !errors.Is(err, errUsage) || strings.Contains(unwrapUsage(err), "\n") {
