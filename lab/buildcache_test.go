@@ -60,10 +60,10 @@ func cachedBuildPkg(ctx context.Context, p *grading.Pkg, ov grading.Overlay, dir
 	return cachedBuild(ctx, h, p.Root, p.Abs, dir, func(into string) (string, error) { return grading.Build(ctx, p, ov, into) })
 }
 
-func cachedBuildTest(ctx context.Context, root, pkg, what string, dir string) (string, error) {
+func cachedBuildTest(ctx context.Context, root, pkg, what string, dir string, flags ...string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "test\x00%s\x00", pkg)
-	return cachedBuild(ctx, h, root, "", dir, func(into string) (string, error) { return grading.BuildTest(ctx, root, pkg, what, into) })
+	fmt.Fprintf(h, "test\x00%s\x00%q\x00", pkg, flags)
+	return cachedBuild(ctx, h, root, "", dir, func(into string) (string, error) { return grading.BuildTest(ctx, root, pkg, what, into, flags...) })
 }
 
 // cachedBuild finishes the key h began (the module in root, but for learner, which the caller

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/lockstep-lab/lockstep/internal/explore"
 	"github.com/lockstep-lab/lockstep/internal/history"
-	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/grading"
 	"github.com/lockstep-lab/lockstep/steps"
@@ -30,83 +30,110 @@ import (
 // Exploring a lock. The lab's scenarios break a lock in the ways someone wrote down; "lab explore"
 // looks for the others, as TigerBeetle's VOPR does: in the grader (internal/matrix's test binary,
 // with a learner's package laid over it as grade lays it), whose TestExplore plays random programs
-// of the arena's moves from a seed, each in virtual time, until one breaks the lock, and shrinks
-// it. The binary writes what it found as JSON (explore.Result); explore prints it as a short story
-// with the referee's sentences and the command that replays it.
+// of the arena's moves from a seed, each in virtual time, maps every kind they break the lock with,
+// and shrinks each kind's first program. The binary writes what it found as JSON
+// (explore.Result); explore prints the map, the worst kind first, each program with the command
+// that plays it again. -replay plays a saved program, -program any program or case.
+
+// errTwoStories marks a program that played two different histories (-check), or a replay whose
+// verdict is not the one saved: exit status 3.
+var errTwoStories = errors.New("the same program told two stories")
 
 // exploreFlags are explore's flags.
 type exploreFlags struct {
-	seed   uint64
-	budget time.Duration
-	buyers int
-	nodes  int
-	asJSON bool
-	save   string
-	html   string
-	faults string
-	kinds  string
+	seed    uint64
+	budget  time.Duration
+	buyers  int
+	nodes   int
+	asJSON  bool
+	save    string
+	html    string
+	faults  string
+	kinds   string
+	first   bool
+	check   bool
+	replay  string // a file explore -save wrote: play its program again
+	program string // a program, a case or a saved program, as a file or inline JSON
 }
 
 // exploreCmd explores the step or the learner's folder its one argument names: exit 1 with the
-// shrunk program when a program broke the lock, 0 when none did within the budget, 2 on bad input.
+// map of what broke the lock, 0 when nothing did within the budget, 2 on bad input, 3 when -check
+// saw a program tell two stories.
 func exploreCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("explore", "lab explore [-seed 1] [-budget 60s] [-buyers 3] [-faults LIST] [-kinds LIST] [-nodes 1] [-json] [-save FILE] [-html FILE] STEP|DIR\n\n"+
+	fs := newFlags("explore", "lab explore [-seed 1] [-budget 60s] [-buyers 3] [-faults LIST] [-kinds LIST] [-first] [-check] [-nodes 1] [-json] [-save FILE] [-html FILE] STEP|DIR\n"+
+		"       lab explore -replay FILE [-check] [-json]\n"+
+		"       lab explore -program FILE|JSON [-check] [-json] STEP|DIR\n\n"+
 		"Plays random programs against a step of the catalog (04, 13_pubsub…) or your lock's package in DIR:\n"+
-		"a few buyers with random orders, work and waits, and the lab's faults at points defined by what a\n"+
-		"process did, each program in virtual time on the embedded backend and judged for every kind. The\n"+
-		"first program that breaks the lock is shrunk to the smallest that breaks it the same way and\n"+
-		"printed with the command that replays it: exit 1. Nothing found within the budget: exit 0.\n"+
-		"The same seed plays the same programs.", stderr)
+		"each seed draws its own fault mix (which faults, how often, how many buyers), then a program from it:\n"+
+		"buyers with random orders, work and waits, the lab's faults at points defined by what a process did,\n"+
+		"and a quiet tail in which nothing strikes; each in virtual time on the embedded backend, judged for\n"+
+		"every kind. It goes on for the budget and maps every kind that broke the lock, the worst first\n"+
+		"(overlap, oversold, foreign-release, foreign-renewal, then the others), each shrunk to the smallest\n"+
+		"program that still shows it, with the command that plays it again: exit 1. Nothing broke it: exit 0.\n"+
+		"The same seed plays the same programs. -check plays each program found twice more and exits 3 at the\n"+
+		"first record the two differ in. -replay plays the program explore -save wrote again (exit 3 when\n"+
+		"its verdict is not the saved one); -program plays one (a file of cases/, a saved one, or JSON).", stderr)
 	var f exploreFlags
 	fs.Uint64Var(&f.seed, "seed", 1, "the first program's seed (program i is seed+i)")
 	fs.DurationVar(&f.budget, "budget", 60*time.Second, "wall time for playing programs (the build and shrinking come on top)")
 	fs.IntVar(&f.buyers, "buyers", 3, "the most buyers a program has (1…8)")
 	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets, for DIR (Proc.Nodes): 3 for a quorum lock")
-	fs.StringVar(&f.faults, "faults", "", "the faults a program may arm, comma-separated (default every one: "+faultNames(explore.Faults)+"); \"none\" for none")
+	fs.StringVar(&f.faults, "faults", "", "the faults a program may have, comma-separated (default every one: "+faultNames(explore.Faults)+"); \"none\" for none")
 	fs.StringVar(&f.kinds, "kinds", "", "the kinds a program is judged for, comma-separated (default every kind: "+course.KindList(steps.Kinds)+")")
+	fs.BoolVar(&f.first, "first", false, "stop at the first program that breaks the lock, shrunk for the worst kind of its verdict")
+	fs.BoolVar(&f.check, "check", false, "play each program found (or given) twice more, and exit 3 at the first record the two plays differ in")
+	fs.StringVar(&f.replay, "replay", "", "play the program explore -save wrote to this file again, against the lock it was found in")
+	fs.StringVar(&f.program, "program", "", "play this program against STEP|DIR: a file of cases/ (says whether the lock has the bug), a file explore -save wrote, or the program as JSON")
 	fs.BoolVar(&f.asJSON, "json", false, "print what was found as JSON (explore.Result), for machines")
-	fs.StringVar(&f.save, "save", "", "write the found program and its run to this file (lab judge reads it)")
-	fs.StringVar(&f.html, "html", "", "write the found program's run as one self-contained page to this file: the program in words, its verdict and timeline")
+	fs.StringVar(&f.save, "save", "", "write the worst program found (the first of the map; -kinds picks another) and its run to this file (lab judge reads it)")
+	fs.StringVar(&f.html, "html", "", "write the worst program found as one self-contained page to this file: the program in words, its verdict and timeline")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return usageError("explore needs a step (e.g. 04) or your lock's folder (e.g. steps/mine) (see -h)")
-	}
-	target := fs.Arg(0)
-	if err := parse(fs, fs.Args()[1:]); err != nil { // flags after the argument, as a learner types them
-		return err
-	}
-	nodesSet := false
-	fs.Visit(func(fl *flag.Flag) { nodesSet = nodesSet || fl.Name == "nodes" })
-	switch {
-	case f.budget <= 0:
-		return usageError("-budget %v: want a positive duration, e.g. 60s", f.budget)
-	case f.buyers < 1 || f.buyers > 8:
-		return usageError("-buyers %d: want 1…8", f.buyers)
-	case f.nodes < 1 || f.nodes > 9:
-		return usageError("-nodes %d: want 1…9 lock nodes", f.nodes)
-	}
-	req := explore.Request{Seed: f.seed, Budget: f.budget, Buyers: f.buyers}
-	if f.faults != "" {
-		faults, err := parseFaults(f.faults)
-		if err != nil {
+	target := ""
+	if fs.NArg() > 0 {
+		target = fs.Arg(0)
+		if err := parse(fs, fs.Args()[1:]); err != nil { // flags after the argument, as a learner types them
 			return err
 		}
-		req.Faults = faults
 	}
-	if f.kinds != "" {
-		for _, name := range strings.Split(f.kinds, ",") {
-			k := steps.Kind(strings.TrimSpace(name))
-			if !slices.Contains(steps.Kinds, k) {
-				return usageError("-kinds: no kind %q (want some of %s)", name, course.KindList(steps.Kinds))
-			}
-			req.Kinds = append(req.Kinds, k)
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	req, err := exploreRequest(f, set)
+	if err != nil {
+		return err
+	}
+	var given *givenProgram
+	switch {
+	case f.replay != "" && f.program != "":
+		return usageError("-replay and -program: give one (-replay plays a saved program against its own lock)")
+	case f.replay != "":
+		if target != "" {
+			return usageError("-replay plays the program against the lock it was found in, which %s names: no %s (use -program %s %s)", f.replay, target, f.replay, target)
 		}
+		if given, err = readReplay(f.replay); err != nil {
+			return err
+		}
+		target = given.step
+	case f.program != "":
+		if given, err = readProgram(f.program); err != nil {
+			return err
+		}
+	}
+	if given != nil {
+		for _, name := range []string{"seed", "budget", "buyers", "faults", "kinds", "first", "save", "html"} {
+			if set[name] {
+				return usageError("-%s explores; -replay and -program play the program they are given", name)
+			}
+		}
+		req.Play = []explore.Program{given.program}
+	}
+	if target == "" {
+		return usageError("explore needs a step (e.g. 04) or your lock's folder (e.g. steps/mine) (see -h)")
 	}
 	var p *grading.Pkg
 	if st, err := catalog.Find(target); err == nil {
-		if nodesSet {
+		if set["nodes"] {
 			return usageError("-nodes goes with your lock's folder: %s takes %s", st.Slug, course.Count(max(st.Nodes, 1), "lock node", "lock nodes"))
 		}
 		req.Step = st.Slug
@@ -115,14 +142,44 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 	} else if p, err = inspectToBuild("explore of your lock's folder", target); err != nil {
 		return err
 	}
-	return exploreRun(req, p, f, stdout, stderr)
+	return exploreRun(req, p, f, given, stdout, stderr)
+}
+
+// exploreRequest checks explore's flags and turns them into the request the explorer reads.
+func exploreRequest(f exploreFlags, set map[string]bool) (explore.Request, error) {
+	req := explore.Request{Seed: f.seed, Budget: f.budget, Buyers: f.buyers, First: f.first, Check: f.check}
+	switch {
+	case f.budget <= 0:
+		return req, usageError("-budget %v: want a positive duration, e.g. 60s", f.budget)
+	case f.buyers < 1 || f.buyers > 8:
+		return req, usageError("-buyers %d: want 1…8", f.buyers)
+	case f.nodes < 1 || f.nodes > 9:
+		return req, usageError("-nodes %d: want 1…9 lock nodes", f.nodes)
+	}
+	if set["faults"] {
+		faults, err := parseFaults(f.faults)
+		if err != nil {
+			return req, err
+		}
+		req.Faults = faults
+	}
+	if f.kinds != "" {
+		for _, name := range strings.Split(f.kinds, ",") {
+			k := steps.Kind(strings.TrimSpace(name))
+			if !slices.Contains(steps.Kinds, k) {
+				return req, usageError("-kinds: no kind %q (want some of %s)", name, course.KindList(steps.Kinds))
+			}
+			req.Kinds = append(req.Kinds, k)
+		}
+	}
+	return req, nil
 }
 
 // exploreRun explores in the grader (built with p laid over it, when exploring a learner's
 // package; the packed one of a downloaded lab, or one built from source, for a step), and prints
-// what it found. Ctrl-C, a SIGTERM or a hang-up stops it (stopSignals); either way the build is
-// removed.
-func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, stderr io.Writer) error {
+// what it found, or how the program it was given played. Ctrl-C, a SIGTERM or a hang-up stops it
+// (stopSignals); either way the build is removed.
+func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, given *givenProgram, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	what := req.Step
@@ -134,27 +191,34 @@ func exploreRun(req explore.Request, p *grading.Pkg, f exploreFlags, stdout, std
 		return err
 	}
 	defer gr.close()
-	fmt.Fprintf(stderr, "lab: exploring %s from seed %d for %v, in virtual time…\n", what, req.Seed, req.Budget)
+	if given != nil {
+		fmt.Fprintf(stderr, "lab: playing %s against %s, in virtual time…\n", given.what, what)
+	} else {
+		fmt.Fprintf(stderr, "lab: exploring %s from seed %d for %v, in virtual time…\n", what, req.Seed, req.Budget)
+	}
 	res, err := runExplorer(gr, req, what, stderr)
 	if err != nil {
 		return err
 	}
-	if f.save != "" && res.Found != nil {
-		if err := saveFound(f.save, res.Found); err != nil {
+	if given != nil {
+		return printPlayed(res, what, given, f, stdout)
+	}
+	worst := res.Broke()
+	if len(worst) > 0 && f.save != "" {
+		if err := saveFound(f.save, worst[0]); err != nil {
 			return err
 		}
 	}
-	if f.html != "" && res.Found != nil {
+	if len(worst) > 0 && f.html != "" {
 		var st *steps.Step // nil for a learner's lock
 		if req.Step != "" {
 			st, _ = catalog.Find(req.Step)
 		}
-		replay := "go run ./lab explore " + replayArgs(what, res.Found.Original.Seed, f)
-		if err := writeExplorePage(f.html, st, res.Found, time.Now(), replay); err != nil {
+		if err := writeExplorePage(f.html, st, worst[0], time.Now(), replayLine(worst[0], what, f)); err != nil {
 			return err
 		}
 	}
-	return printExplored(res, what, f, stdout)
+	return printExplored(res, what, f, nil, stdout)
 }
 
 // runExplorer runs TestExplore (explore.Serve) for req in gr; the Result goes through a file of
@@ -228,8 +292,11 @@ func showProgress(r io.Reader, log io.Writer, stderr io.Writer) {
 		}
 		last, shown = time.Now(), true
 		line := fmt.Sprintf("%d programs, %v simulated, %v", p.Programs, p.Simulated.Round(time.Millisecond), p.Wall.Round(100*time.Millisecond))
+		if p.Found > 0 {
+			line += fmt.Sprintf("; %s found", course.Count(p.Found, "kind", "kinds"))
+		}
 		if p.Shrinking != "" {
-			line += "; broke it, shrinking: " + p.Shrinking
+			line += "; shrinking " + p.Shrinking
 		}
 		fmt.Fprintf(stderr, "\r\033[K%s", line)
 	}
@@ -238,109 +305,11 @@ func showProgress(r io.Reader, log io.Writer, stderr io.Writer) {
 	}
 }
 
-// printExplored prints what an exploration found, and returns it as the command's error: a break
-// (exit 1), or nil.
-func printExplored(res explore.Result, what string, f exploreFlags, stdout io.Writer) error {
-	if f.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-	}
-	rate := float64(res.Programs) / max(res.Wall.Seconds(), 1e-9)
-	if res.Found == nil {
-		if !f.asJSON {
-			fmt.Fprintf(stdout, "%s: nothing broke the lock in %d programs (%v simulated, %v of wall time, %.0f programs/s) from seed %d",
-				what, res.Programs, res.Simulated.Round(time.Millisecond), res.Wall.Round(time.Millisecond), rate, res.Seed)
-			if res.NoVerdict > 0 {
-				fmt.Fprintf(stdout, "; %d of them had no verdict", res.NoVerdict)
-			}
-			if res.WallClock > 0 {
-				fmt.Fprintf(stdout, "; %d played on the wall clock, where the lock's sync.Mutex stopped virtual time", res.WallClock)
-			}
-			fmt.Fprintln(stdout)
-		}
-		return nil
-	}
-	fd := res.Found
-	if !f.asJSON {
-		ob, of := fd.Original.Size()
-		nb, nf := fd.Program.Size()
-		fmt.Fprintf(stdout, "%s broke (%s) in program %d of seed %d, after %v of wall time (%d programs, %.0f programs/s);\n",
-			what, course.KindList(fd.OriginalViolations), res.Programs, res.Seed, fd.After.Round(time.Millisecond), res.Programs, rate)
-		fmt.Fprintf(stdout, "shrunk from %s and %s to %s and %s that break it the same way (%s), in %s:\n\n",
-			course.Count(ob, "buyer", "buyers"), course.Count(of, "fault", "faults"), course.Count(nb, "buyer", "buyers"), course.Count(nf, "fault", "faults"),
-			fd.Way, course.Count(fd.Shrink, "try", "tries"))
-		for _, l := range fd.Lines {
-			fmt.Fprintf(stdout, "  %s\n", l)
-		}
-		fmt.Fprintf(stdout, "\nverdict: %s\n", course.KindList(fd.Report.Violations))
-		for _, e := range fd.Report.Explain {
-			fmt.Fprintf(stdout, "  %s: %s\n", e.Kind, e.Sentence)
-		}
-		for _, n := range fd.Report.Notes {
-			fmt.Fprintf(stdout, "  note: %s\n", n)
-		}
-		fmt.Fprintf(stdout, "\nreplay: go run ./lab explore %s%s\n", replayArgs(what, fd.Original.Seed, f), "")
-		if f.save != "" {
-			dir := "" // a program of a learner's lock plays in a lab built with it
-			if _, err := catalog.Find(what); err != nil {
-				dir = "-dir " + what + " "
-			}
-			fmt.Fprintf(stdout, "saved: %s (go run ./lab judge %s judges it again; go run ./lab %s-program %s plays it in the terminal lab)\n", f.save, f.save, dir, f.save)
-		}
-		if f.html != "" {
-			fmt.Fprintf(stdout, "page: %s\n", f.html)
-		}
-	}
-	return fmt.Errorf("%s: a program of %s broke the lock (%s)", what, course.Count(len(fd.Program.Buyers), "buyer", "buyers"), course.KindList(fd.Report.Violations))
-}
-
-// replayArgs are the arguments that play the program of seed first, and so find and shrink it
-// again.
-func replayArgs(what string, seed uint64, f exploreFlags) string {
-	s := fmt.Sprintf("-seed %d", seed)
-	if f.buyers != 3 {
-		s += fmt.Sprintf(" -buyers %d", f.buyers)
-	}
-	if f.nodes != 1 {
-		s += fmt.Sprintf(" -nodes %d", f.nodes)
-	}
-	if f.faults != "" {
-		s += " -faults " + f.faults
-	}
-	if f.kinds != "" {
-		s += " -kinds " + f.kinds
-	}
-	return s + " " + what
-}
-
-// savedFound is what explore -save writes: the found program's run as run -save writes one (lab
-// judge reads it), and the program itself, as data.
-type savedFound struct {
-	savedRuns
-	Program  explore.Program `json:"program"`
-	Original explore.Program `json:"original"`
-}
-
-// saveFound writes fd's shrunk program and its run to file.
-func saveFound(file string, fd *explore.Found) error {
-	out := savedFound{savedRuns: savedOf([]*referee.Report{fd.Report}, time.Now()), Program: fd.Program, Original: fd.Original}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(file, b, 0o644); err != nil {
-		return fmt.Errorf("writing the found program: %w", err)
-	}
-	return nil
-}
-
-// parseFaults reads -faults: names of explore.Faults, comma-separated, or "none".
+// parseFaults reads -faults: names of explore.Faults, comma-separated, or "none" (an empty list:
+// no fault at all, where no -faults is every one).
 func parseFaults(list string) ([]history.Fault, error) {
 	out := []history.Fault{}
-	if list == "none" {
+	if strings.TrimSpace(list) == "none" {
 		return out, nil
 	}
 	for _, name := range strings.Split(list, ",") {

@@ -109,7 +109,7 @@ func TestExplore17FindsNothing(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("-json: %v\n%s", err, out)
 	}
-	if res.Found != nil || res.Programs < 10 || res.Step != "17_atomic_stock" || !slices.Contains([]uint64{1}, res.Seed) {
+	if len(res.Map) > 0 || res.Programs < 10 || res.Step != "17_atomic_stock" || !slices.Contains([]uint64{1}, res.Seed) {
 		t.Errorf("17 explored: %+v", res)
 	}
 }
@@ -126,7 +126,7 @@ func TestExploreStoppedClock(t *testing.T) {
 	}
 	req := explore.Request{Seed: 1, Budget: 3 * time.Second, Buyers: 1, Faults: []history.Fault{arena.FaultSecond}}
 	var out, errw bytes.Buffer
-	err = exploreRun(req, p, exploreFlags{buyers: 1, nodes: 1, asJSON: true}, &out, &errw)
+	err = exploreRun(req, p, exploreFlags{buyers: 1, nodes: 1, asJSON: true}, nil, &out, &errw)
 	if code := exitCode(err); code != 0 && code != 1 {
 		t.Fatalf("exit %d (%v)\n%s\n%s", code, err, out.String(), errw.String())
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,7 +185,7 @@ func gradeLearner(p *grading.Pkg, f gradeFlags, stdout, stderr io.Writer) error 
 		err = printTarget(io.MultiWriter(w, &b), p.Rel, f.want, g.Row)
 		said.target = b.String()
 	}
-	err = exploreAfter(gr, p, f, w, stderr, err, &said)
+	err = exploreAfter(gr, p, f, g.Row, w, stderr, err, &said)
 	if f.html != "" {
 		if perr := writeGradePage(f.html, p.Rel, f.name, f.wantArg, g, played, p.Shared, said); perr != nil {
 			return perr
@@ -200,14 +201,14 @@ type gradeSaid struct{ target, explored string }
 // exploreAfter explores the graded lock (unless -explore 0) and returns the grade's error: err,
 // the row's, unless the row was clean and exploring broke the lock (or stopped short). What it
 // prints goes to said.explored too.
-func exploreAfter(gr *grader, p *grading.Pkg, f gradeFlags, w, stderr io.Writer, err error, said *gradeSaid) error {
+func exploreAfter(gr *grader, p *grading.Pkg, f gradeFlags, row []cell, w, stderr io.Writer, err error, said *gradeSaid) error {
 	if f.explore <= 0 {
 		return err
 	}
 	var b bytes.Buffer
 	defer func() { said.explored = strings.TrimSpace(b.String()) }()
 	w = io.MultiWriter(w, &b)
-	broke, xerr := exploreGraded(gr, p, f, w, stderr)
+	broke, xerr := exploreGraded(gr, p, f, row, w, stderr)
 	var child *childExit
 	switch {
 	case errors.As(xerr, &child): // interrupted
@@ -221,18 +222,33 @@ func exploreAfter(gr *grader, p *grading.Pkg, f gradeFlags, w, stderr io.Writer,
 }
 
 // exploreGraded explores the lock grade has just graded, from seed 1 for f.explore, in the grader
-// that graded it (one build for both), and prints what it found to w as lab explore prints it.
-// broke is the break it found, as lab explore returns it; err why exploring stopped short.
-// Hazard: the grader's context ending (Ctrl-C) is an err that is a childExit with status 130, to
-// pass on.
-func exploreGraded(gr *grader, p *grading.Pkg, f gradeFlags, w, stderr io.Writer) (broke, err error) {
+// that graded it (one build for both), and prints to w what it found that the row did not show
+// already (rowShows), as lab explore prints its map. broke is the news that breaks the lock, as
+// lab explore returns it (a refusal after the lab's own node fault is no break); err why
+// exploring stopped short. Hazard: the grader's context ending (Ctrl-C) is an err that is a
+// childExit with status 130, to pass on.
+func exploreGraded(gr *grader, p *grading.Pkg, f gradeFlags, row []cell, w, stderr io.Writer) (broke, err error) {
 	fmt.Fprintf(w, "\nExploring %v more: random programs of faults, each in virtual time, as lab explore plays them (-explore 0 skips it)…\n", f.explore)
 	req := explore.Request{Seed: 1, Budget: f.explore, Buyers: 3}
 	res, err := runExplorer(gr, req, p.Rel, stderr)
 	if err != nil {
 		return nil, err
 	}
-	return printExplored(res, p.Rel, exploreFlags{seed: 1, buyers: 3, nodes: f.nodes}, w), nil
+	return printExplored(res, p.Rel, exploreFlags{seed: 1, buyers: 3, nodes: f.nodes}, func(fd *explore.Found) string { return rowShows(row, fd) }, w), nil
+}
+
+// rowShows says how a grade's row showed fd already — its kind in the cell of a scenario that
+// stages one of its program's faults ("overlap under restart") — or "" when it did not: a kind no
+// cell shows, or one only a fault outside the cells that show it brings.
+func rowShows(row []cell, fd *explore.Found) string {
+	for _, sc := range fd.Program.Scenarios() {
+		for _, c := range row {
+			if c.Scenario == string(sc) && slices.Contains(c.Violations, fd.Kind) {
+				return fmt.Sprintf("%s under %s", fd.Kind, sc)
+			}
+		}
+	}
+	return ""
 }
 
 // printTarget says whether row is the target's, cell for cell, and if not, each cell that is not

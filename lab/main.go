@@ -57,6 +57,8 @@ func exitCode(err error) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errTwoStories):
+		return 3
 	case errors.As(err, &child):
 		return child.code
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -25,15 +26,25 @@ type Request struct {
 	Step string `json:"step,omitempty"`
 	// Seed is the first program's seed; program i of the exploration is Generate(Seed+i).
 	Seed   uint64        `json:"seed"`
-	Budget time.Duration `json:"budget"` // wall time for playing programs (shrinking comes after)
+	Budget time.Duration `json:"budget"` // wall time for playing programs (shrinking comes on top)
 	Buyers int           `json:"buyers"` // the most buyers a program has
 	// Programs is the most programs to play (0: as many as Budget allows): a test counts programs,
 	// not wall time, so that what it finds does not move with the machine's load.
 	Programs int `json:"programs,omitempty"`
-	// Faults are the moves a program may arm (nil: every one).
-	Faults []history.Fault `json:"faults,omitempty"`
+	// Faults are the faults a program may have (nil: every one; empty: none). Hazard: not
+	// omitempty, or an empty list would arrive as nil, every fault.
+	Faults []history.Fault `json:"faults"`
 	// Kinds are the kinds a program is judged for (nil: every kind).
 	Kinds []vocab.Kind `json:"kinds,omitempty"`
+	// First stops at the first program that breaks the lock, shrunk for the first kind of its
+	// verdict, where exploring otherwise goes on for the budget and maps every kind it finds.
+	First bool `json:"first,omitempty"`
+	// Check plays each program found (or given) twice more and compares the two histories,
+	// record by record (Result.Differs).
+	Check bool `json:"check,omitempty"`
+	// Play are programs to play as they are, in place of exploring (lab explore -replay,
+	// -program): each is played once, judged, and said (Result.Played).
+	Play []Program `json:"play,omitempty"`
 	// Out is the file the Result goes to, as JSON.
 	Out string `json:"out"`
 	// Pkg is the import path of the lock's package, whose frames name what a program that never
@@ -57,25 +68,48 @@ const ShrinkTries = 300
 type Result struct {
 	Step      string `json:"step"`
 	Seed      uint64 `json:"seed"`       // the first program's seed
-	Programs  int    `json:"programs"`   // programs played before the first break (or in the budget)
+	Programs  int    `json:"programs"`   // programs played (in the budget, or to the first break with First)
 	NoVerdict int    `json:"no_verdict"` // of those, how many had no verdict (a run past its deadline, a lock whose goroutines all waited before it could end)
 	// WallClock is how many of those were played on the wall clock: a lock's sync.Mutex stopped
 	// their bubble's clock.
 	WallClock int           `json:"wall_clock,omitempty"`
 	Simulated time.Duration `json:"simulated"` // their simulated time together
 	Wall      time.Duration `json:"wall"`      // the wall time they took
-	Found     *Found        `json:"found,omitempty"`
+	// Map is every kind the programs broke the lock with, each with the smallest program found
+	// that shows it: safety kinds first (Safety), then the others in the referee's order.
+	Map []*Found `json:"map,omitempty"`
+	// Played are the programs the Request gave, each as it was played (Request.Play).
+	Played []*Found `json:"played,omitempty"`
+	// Checked is how many programs Check played twice; Differs, the first whose two plays told
+	// two stories, and where ("" when every one told one).
+	Checked int    `json:"checked,omitempty"`
+	Differs string `json:"differs,omitempty"`
 	// Err is why exploring stopped short (a backend that failed to start).
 	Err string `json:"error,omitempty"`
 }
 
-// Found is a program that broke the lock, and the smallest one it shrank to.
+// Broke is the map's findings that are breaks: all but the refusals the lab's own node fault
+// caused (Found.Safe).
+func (r Result) Broke() []*Found {
+	var out []*Found
+	for _, f := range r.Map {
+		if f.Safe == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Found is a kind a program broke the lock with, the program that first showed it, and the
+// smallest it shrank to that still shows it; or a program played as given (Request.Play).
 type Found struct {
+	// Kind is the kind it was shrunk for; for a program played as given, the first of its
+	// verdict (Way), "" when it broke nothing.
+	Kind vocab.Kind `json:"kind,omitempty"`
+	// Nth is the program of the exploration that first showed it (1: the first).
+	Nth      int     `json:"nth,omitempty"`
 	Original Program `json:"original"` // as its seed wrote it
 	Program  Program `json:"program"`  // shrunk
-	// Way is how it broke the lock (the first kind of its verdict); the shrunk program breaks it
-	// the same way.
-	Way vocab.Kind `json:"way"`
 	// Lines say the shrunk program in words, with what each fault said as it struck.
 	Lines []string `json:"lines"`
 	// Report is the shrunk program's run, judged: its verdict, the referee's sentences, its
@@ -83,94 +117,201 @@ type Found struct {
 	Report *referee.Report `json:"report"`
 	// OriginalViolations is the verdict of the program as its seed wrote it.
 	OriginalViolations []vocab.Kind `json:"original_violations"`
-	// After is the wall time from the start to the end of the program that broke the lock.
+	// After is the wall time from the start to the end of the program that first showed it.
 	After  time.Duration `json:"after"`
 	Shrink int           `json:"shrink"` // the candidates Shrink played
+	// Recovery is how the shrunk program's quiet tail went, for a stuck or lost-sales (nil for
+	// other kinds, or where the tail ordered nothing).
+	Recovery *Recovery `json:"recovery,omitempty"`
+	// Safe says why a lost-sales is the lock refusing safely after the lab's own node fault (its
+	// program without that fault sells), not a break; "" for a break.
+	Safe string `json:"safe,omitempty"`
+	// Wall: the program was played on the wall clock (a lock's sync.Mutex stopped its bubble's
+	// clock), so it is neither shrunk (each try would take seconds, and time on the wall clock
+	// is not the same twice) nor checked record by record.
+	Wall bool `json:"wall,omitempty"`
 }
 
 // Progress is where an exploration stands: programs played, simulated and wall time so far, and
-// while shrinking, the size reached.
+// while shrinking, the kind and the size reached.
 type Progress struct {
 	Programs  int           `json:"programs"`
 	Simulated time.Duration `json:"simulated"`
 	Wall      time.Duration `json:"wall"`
-	// Shrinking is the program being shrunk's size in words ("" while exploring).
+	// Found is how many kinds the map has so far.
+	Found int `json:"found,omitempty"`
+	// Shrinking is the program being shrunk's kind and size in words ("" while exploring).
 	Shrinking string `json:"shrinking,omitempty"`
 }
 
-// Explore plays st against the programs of req.Seed, req.Seed+1, … each in a bubble of its own
-// until one breaks the lock, req.Budget of wall time is spent or req.Programs are played, then
-// shrinks the one that broke it. progress is told after each program and each shrinking step.
-// Hazard: a bubble that panics once its run has ended (a learner's lock whose goroutines outlive
-// the run) keeps its verdict; one that panics before is a program without a verdict, not a break;
-// one whose clock stops is left behind with its goroutines, and its program played on the wall
-// clock.
+// explorer is one exploration under way: its request, its step, its watch on a program that never
+// ends, and what it has found.
+type explorer struct {
+	st       *steps.Step
+	req      Request
+	bubble   matrix.Bubble
+	progress func(Progress)
+	start    time.Time
+	searched time.Duration // wall time spent playing the search's own programs (the budget's)
+	current  atomic.Uint64 // the seed of the program playing now
+	watch    *time.Timer
+	limit    time.Duration
+	res      Result
+}
+
+// Explore plays st against the programs of req.Seed, req.Seed+1, … each in a bubble of its own,
+// for req.Budget of wall time (or req.Programs programs), and maps every kind they break it with:
+// the first program to show a kind is shrunk to the smallest that still shows it. With req.First
+// it stops at the first program that breaks the lock. With req.Play it plays those programs
+// instead. With req.Check each program it found or played is played twice more, and the two runs
+// compared. progress is told after each program and each shrinking step. Hazard: a bubble that
+// panics once its run has ended (a learner's lock whose goroutines outlive the run) keeps its
+// verdict; one that panics before is a program without a verdict, not a break; one whose clock
+// stops is left behind with its goroutines, and its program played on the wall clock.
 func Explore(st *steps.Step, req Request, bubble matrix.Bubble, progress func(Progress)) Result {
-	res := Result{Step: st.Slug, Seed: req.Seed}
-	start := time.Now()
-	l := Limits{Buyers: req.Buyers, Nodes: st.Nodes, Faults: req.Faults}
-	var current atomic.Uint64 // the seed of the program playing now
-	limit := cmp.Or(req.Hang, programLimit)
-	watch := time.AfterFunc(limit, func() {
-		seed := current.Load()
+	x := &explorer{st: st, req: req, bubble: bubble, progress: progress, start: time.Now(),
+		limit: cmp.Or(req.Hang, programLimit), res: Result{Step: st.Slug, Seed: req.Seed}}
+	x.watch = time.AfterFunc(x.limit, func() {
+		seed := x.current.Load()
 		WriteResult(req.Out, Result{Step: st.Slug, Seed: req.Seed, Err: fmt.Sprintf("the program of seed %d never ended (-seed %d plays it first): %s",
 			seed, seed, matrix.Diagnose(matrix.AllStacks(), req.Pkg, false))})
 		os.Exit(3)
 	})
-	defer watch.Stop()
-	play := func(p Program) (*referee.Report, bool, error) {
-		watch.Reset(limit)
-		return playOne(st, p, req, bubble)
+	defer x.watch.Stop()
+	var err error
+	if len(req.Play) > 0 {
+		err = x.playGiven()
+	} else {
+		err = x.search()
 	}
-	for seed := req.Seed; time.Since(start) < req.Budget && (req.Programs <= 0 || res.Programs < req.Programs); seed++ {
+	if err == nil && req.Check {
+		err = x.check()
+	}
+	if err != nil {
+		x.res.Err = err.Error()
+	}
+	return x.res
+}
+
+// play plays p, the watch reset for it.
+func (x *explorer) play(p Program) (*referee.Report, bool, error) {
+	x.watch.Reset(x.limit)
+	return playOne(x.st, p, x.req, x.bubble)
+}
+
+// tell tells progress where the exploration stands.
+func (x *explorer) tell(shrinking string) {
+	if x.progress != nil {
+		x.progress(Progress{Programs: x.res.Programs, Simulated: x.res.Simulated, Wall: time.Since(x.start), Found: len(x.res.Map), Shrinking: shrinking})
+	}
+}
+
+// search plays the programs of the seeds from req.Seed on, and maps what they break.
+func (x *explorer) search() error {
+	l := Limits{Buyers: x.req.Buyers, Nodes: x.st.Nodes, Faults: x.req.Faults}
+	for seed := x.req.Seed; x.searched < x.req.Budget && (x.req.Programs <= 0 || x.res.Programs < x.req.Programs); seed++ {
 		p := Generate(seed, l)
-		current.Store(seed)
-		rep, wall, err := play(p)
+		x.current.Store(seed)
+		began := time.Now()
+		rep, wall, err := x.play(p)
+		x.searched += time.Since(began)
 		if wall {
-			res.WallClock++
+			x.res.WallClock++
 		}
 		if err != nil {
-			res.Err = err.Error()
-			return res
+			return err
 		}
-		res.Programs++
-		res.Wall = time.Since(start)
+		x.res.Programs++
+		x.res.Wall = time.Since(x.start)
 		if rep == nil || !rep.Complete() {
-			res.NoVerdict++
+			x.res.NoVerdict++
 		}
 		if rep != nil {
-			res.Simulated += Simulated(rep.History)
+			x.res.Simulated += Simulated(rep.History)
 		}
-		if progress != nil {
-			progress(Progress{Programs: res.Programs, Simulated: res.Simulated, Wall: res.Wall})
-		}
-		way := Way(rep)
-		if way == "" {
+		x.tell("")
+		if Way(rep) == "" {
 			continue
 		}
-		f := &Found{Original: p, Way: way, OriginalViolations: rep.Violations, After: res.Wall}
-		last := rep
-		f.Program, f.Shrink = Shrink(p, ShrinkTries, func(c Program) bool {
-			r, _, err := play(c)
-			if err != nil || Way(r) != way {
-				return false
+		kinds := Ordered(rep.Violations)
+		if x.req.First {
+			kinds = kinds[:1]
+		}
+		for _, k := range kinds {
+			i := slices.IndexFunc(x.res.Map, func(f *Found) bool { return f.Kind == k })
+			switch {
+			case i >= 0 && (wall || !x.res.Map[i].Wall):
+				continue
+			case i >= 0: // found on the wall clock first: a program in virtual time is better
+				x.res.Map = slices.Delete(x.res.Map, i, i+1)
 			}
-			last = r
-			if progress != nil {
-				b, n := c.Size()
-				progress(Progress{Programs: res.Programs, Simulated: res.Simulated, Wall: time.Since(start),
-					Shrinking: vocab.Count(b, "buyer", "buyers") + ", " + vocab.Count(n, "fault", "faults")})
+			if wall {
+				f := &Found{Kind: k, Nth: x.res.Programs, Original: p, Program: p, Report: rep, OriginalViolations: rep.Violations, After: time.Since(x.start), Wall: true}
+				x.judge(f)
+				x.add(f)
+				continue
 			}
-			return true
-		})
-		// The last run that broke the lock is the shrunk program's: Shrink keeps each candidate
-		// that breaks it, and the last it kept is what it returns.
-		f.Report = last
-		f.Lines = f.Program.Lines(Struck(last.History))
-		res.Found = f
-		return res
+			x.add(x.shrink(k, p, rep))
+		}
+		if x.req.First {
+			return nil
+		}
 	}
-	return res
+	return nil
+}
+
+// shrink shrinks p, whose run rep shows k, to the smallest program that still shows k. It starts
+// from the smallest program of the map that shows k already, if one does (a kind found beside
+// another in one verdict), else from p.
+func (x *explorer) shrink(k vocab.Kind, p Program, rep *referee.Report) *Found {
+	f := &Found{Kind: k, Nth: x.res.Programs, Original: p, OriginalViolations: rep.Violations, After: time.Since(x.start)}
+	from, last := p, rep
+	for _, g := range x.res.Map {
+		if !g.Wall && slices.Contains(g.Report.Violations, k) {
+			from, last = g.Program, g.Report
+			break
+		}
+	}
+	f.Program, f.Shrink = Shrink(from, ShrinkTries, func(c Program) bool {
+		r, wall, err := x.play(c)
+		if err != nil || wall || !Shows(r, k) {
+			return false // a try on the wall clock is no smaller program: it is not the same twice
+		}
+		last = r
+		b, n := c.Size()
+		x.tell(fmt.Sprintf("%s, %s, %s", k, vocab.Count(b, "buyer", "buyers"), vocab.Count(n, "fault", "faults")))
+		return true
+	})
+	// The last run that showed k is the shrunk program's: Shrink keeps each candidate that shows
+	// it, and the last it kept is what it returns (or from itself, when none was smaller).
+	f.Report = last
+	x.judge(f)
+	return f
+}
+
+// judge fills in what f's run says beyond its verdict: its program in words, how its quiet tail
+// went (for a stuck or lost-sales), and whether a lost-sales is a safe refusal after the lab's own
+// node fault: the same program without that fault sells.
+func (x *explorer) judge(f *Found) {
+	f.Lines = f.Program.Lines(Struck(f.Report.History))
+	if !slices.ContainsFunc(f.Report.Violations, liveness) {
+		return
+	}
+	f.Recovery = RecoveryOf(f.Program, f.Report.History)
+	if k := Way(f.Report); f.Kind != vocab.LostSales && k != vocab.LostSales || slices.ContainsFunc(f.Report.Violations, Safe) {
+		return
+	}
+	if q, had := withoutNodeMoves(f.Program); had {
+		if r, _, err := x.play(q); err == nil && r != nil && r.Complete() && !slices.Contains(r.Violations, vocab.LostSales) {
+			f.Safe = safeWords(f.Program)
+		}
+	}
+}
+
+// add puts f in the map, in its kind's place.
+func (x *explorer) add(f *Found) {
+	x.res.Map = append(x.res.Map, f)
+	slices.SortStableFunc(x.res.Map, func(a, b *Found) int { return cmp.Compare(rank(a.Kind), rank(b.Kind)) })
 }
 
 // playOne plays p in a bubble of its own. A bubble that panics once the run has ended (a lock

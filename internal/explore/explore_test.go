@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/cryptotest"
 	"testing/synctest"
 	"time"
 
@@ -19,9 +20,17 @@ import (
 	"github.com/lockstep-lab/lockstep/steps/catalog"
 )
 
-// bubble plays f in a synctest bubble of t.
+// bubble plays f in a synctest bubble of t, with the randomness a lock draws for itself seeded
+// afresh: crypto/rand (owner tokens) always, math/rand/v2 (back-off jitter) in a build with the
+// lockstep_seeded tag (explore.SeedMathRand), as the grader lab explore plays in is built.
 func bubble(t *testing.T) func(func()) {
-	return func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }
+	return func(f func()) {
+		synctest.Test(t, func(t *testing.T) {
+			cryptotest.SetGlobalRandom(t, 1)
+			explore.SeedMathRand(1)
+			f()
+		})
+	}
 }
 
 func step(t *testing.T, s string) *steps.Step {
@@ -33,30 +42,48 @@ func step(t *testing.T, s string) *steps.Step {
 	return st
 }
 
-// TestGenerateIsAFunctionOfTheSeed: a seed writes one program, within its limits: at most the
-// buyers asked for, two faults, one move on a lock node, and a crash or a second request as its
-// buyer's last order.
+// TestGenerateIsAFunctionOfTheSeed: a seed writes one program, from the fault mix it drew
+// first (swarm), within its limits: at most the mix's buyers, faults only of the mix, at most
+// one move on a lock node, a crash or a second request as its buyer's last order, and the quiet
+// tail. Across seeds the mixes differ: some programs have every order struck by one fault, some
+// no fault at all; and -faults none (an empty list) turns none on.
 func TestGenerateIsAFunctionOfTheSeed(t *testing.T) {
 	noLeak(t)
-	distinct := map[string]bool{}
+	distinct, mixes := map[string]bool{}, map[string]bool{}
+	faultless, oneFault := 0, 0
 	for seed := uint64(1); seed <= 500; seed++ {
 		l := explore.Limits{Buyers: 1 + int(seed%4), Nodes: 1 + 2*int(seed%2)}
 		p, q := explore.Generate(seed, l), explore.Generate(seed, l)
 		if !reflect.DeepEqual(p, q) {
 			t.Fatalf("seed %d wrote two programs:\n%+v\n%+v", seed, p, q)
 		}
+		if m := explore.DrawMix(seed, l); p.Mix == nil || !reflect.DeepEqual(*p.Mix, m) {
+			t.Fatalf("seed %d: the program's mix %v is not the seed's %v", seed, p.Mix, m)
+		}
 		b, _ := json.Marshal(p.Buyers)
 		distinct[string(b)] = true
+		mixes[p.Mix.String()] = true
 		buyers, faults := p.Size()
-		if buyers < 1 || buyers > l.Buyers || faults > 2 || p.Stock < 1 {
-			t.Fatalf("seed %d: %d buyers (limit %d), %d faults, stock %d", seed, buyers, l.Buyers, faults, p.Stock)
+		if buyers < 1 || buyers > p.Mix.Buyers || p.Mix.Buyers > l.Buyers || p.Stock < 1 || p.Tail != explore.QuietTail {
+			t.Fatalf("seed %d: %d buyers (mix %d, limit %d), stock %d, tail %d", seed, buyers, p.Mix.Buyers, l.Buyers, p.Stock, p.Tail)
 		}
-		nodeMoves := 0
+		on := map[history.Fault]bool{}
+		for _, r := range p.Mix.Rates {
+			on[r.Fault] = true
+		}
+		nodeMoves, kinds := 0, map[history.Fault]bool{}
 		for _, b := range p.Buyers {
-			if b.Missing && l.Nodes < 3 {
-				t.Fatalf("seed %d: a missing node on %d node(s)", seed, l.Nodes)
+			if b.Missing && (l.Nodes < 3 || !on[explore.FaultMissing]) || b.Skew > 0 && !on[arena.FaultClockSkew] {
+				t.Fatalf("seed %d: a buyer's fault the mix has not (nodes %d): %+v", seed, l.Nodes, b)
 			}
 			for k, o := range b.Orders {
+				if o.Fault == "" {
+					continue
+				}
+				kinds[o.Fault] = true
+				if !on[o.Fault] {
+					t.Fatalf("seed %d: %s armed, which the mix has not: %v", seed, o.Fault, p.Mix)
+				}
 				if o.Fault == arena.FaultFailover || o.Fault == arena.FaultRestart {
 					nodeMoves++
 				}
@@ -68,9 +95,20 @@ func TestGenerateIsAFunctionOfTheSeed(t *testing.T) {
 		if nodeMoves > 1 {
 			t.Fatalf("seed %d: %d moves on a lock node", seed, nodeMoves)
 		}
+		switch {
+		case faults == 0:
+			faultless++
+		case len(kinds) == 1 && faults >= 2:
+			oneFault++
+		}
 	}
-	if len(distinct) < 400 {
-		t.Fatalf("500 seeds wrote only %d distinct programs", len(distinct))
+	if len(distinct) < 400 || len(mixes) < 300 || faultless < 25 || oneFault < 25 {
+		t.Fatalf("500 seeds wrote %d distinct programs from %d distinct mixes, %d with no fault, %d with one fault struck twice or more", len(distinct), len(mixes), faultless, oneFault)
+	}
+	for seed := uint64(1); seed <= 100; seed++ {
+		if _, faults := explore.Generate(seed, explore.Limits{Nodes: 3, Faults: []history.Fault{}}).Size(); faults > 0 {
+			t.Fatalf("seed %d: %d faults with none asked for", seed, faults)
+		}
 	}
 }
 
@@ -198,34 +236,6 @@ func TestShrinkKeepsWhatBreaks(t *testing.T) {
 	}
 	if _, n := explore.Shrink(p, 3, breaks); n != 3 {
 		t.Fatalf("Shrink played %d candidates with 3 allowed", n)
-	}
-}
-
-// TestExploreFindsAndShrinks: explored from seed 1, step 05 breaks, the program that broke it
-// shrinks to at most 3 buyers and 2 faults that break it the same way, and the same seed finds and
-// shrinks the same program to the same verdict again.
-func TestExploreFindsAndShrinks(t *testing.T) {
-	noLeak(t)
-	st := step(t, "05")
-	req := explore.Request{Seed: 1, Budget: time.Minute, Buyers: 3}
-	a := explore.Explore(st, req, bubble(t), nil)
-	b := explore.Explore(st, req, bubble(t), nil)
-	if a.Found == nil || b.Found == nil {
-		t.Fatalf("05 was not broken in %d programs", a.Programs)
-	}
-	if buyers, faults := a.Found.Program.Size(); buyers > 3 || faults > 2 {
-		t.Errorf("shrunk to %d buyers and %d faults", buyers, faults)
-	}
-	if explore.Way(a.Found.Report) != a.Found.Way || !slices.Contains(a.Found.OriginalViolations, a.Found.Way) {
-		t.Errorf("the shrunk program broke it %v, the original %v; the way was %s", a.Found.Report.Violations, a.Found.OriginalViolations, a.Found.Way)
-	}
-	if !reflect.DeepEqual(a.Found.Program, b.Found.Program) || !reflect.DeepEqual(a.Found.Original, b.Found.Original) ||
-		!slices.Equal(a.Found.Report.Violations, b.Found.Report.Violations) || a.Programs != b.Programs {
-		t.Errorf("seed 1 found, then shrank, two ways:\n%+v → %+v %v\n%+v → %+v %v", a.Found.Original, a.Found.Program, a.Found.Report.Violations,
-			b.Found.Original, b.Found.Program, b.Found.Report.Violations)
-	}
-	if len(a.Found.Lines) != len(a.Found.Program.Buyers)+1 {
-		t.Errorf("the program in words has %d lines for %d buyers: %q", len(a.Found.Lines), len(a.Found.Program.Buyers), a.Found.Lines)
 	}
 }
 

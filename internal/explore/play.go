@@ -14,16 +14,18 @@ import (
 )
 
 // deadline is the longest one program may take, in TTLs, as a scenario's: its orders (at most 2
-// a buyer, each coming at most 2 TTL after the last), each fault's cap (6 TTL) and hold (2 TTL).
-const deadline = 30
+// a buyer, each coming at most 2 TTL after the last), each fault's cap (6 TTL) and hold (2 TTL),
+// and the quiet tail's orders (a tail of 4 TTL; the last order may wait up to 10 TTL).
+const deadline = 45
 
 // apart is how far Play sets apart the moments of different buyers that a program puts at the
 // same instant: goroutines runnable at one simulated instant race, and a seed must give one run.
 const apart = 7 * time.Microsecond
 
 // Play plays p on s: it puts p's buyers on the stage and plays each buyer's orders one after
-// another, each after its wait, with its fault armed just before it starts. It returns once every
-// order is under way (the stage waits for them).
+// another, each after its wait, with its fault armed just before it starts; then, once every
+// order has returned, the quiet tail (tail). It returns once every order is under way (the stage
+// waits for them).
 func (p Program) Play(s *arena.Stage) {
 	T := s.Unit().TTL
 	done := make(chan struct{}, len(p.Buyers))
@@ -48,10 +50,46 @@ func (p Program) Play(s *arena.Stage) {
 				arm(s, a, o)
 				a.Order(arena.WorkAtLeast(Duration(o.Work, T)))
 			}
+			if p.Tail > 0 {
+				// The tail comes once every order has returned: a second request is an order
+				// of its own, after the buyer's last.
+				n := len(b.Orders)
+				if b.Orders[n-1].Fault == arena.FaultSecond {
+					n++
+				}
+				s.Wait(a.OrderDone(n))
+			}
 		}()
 	}
 	for range p.Buyers {
 		<-done
+	}
+	p.tail(s)
+}
+
+// tail plays the quiet tail: nothing strikes, and a buyer of its own orders, at once and then
+// every half TTL after its last order returned, until an order sells, the shelf is empty, or
+// p.Tail has passed since the first (no order starts after it).
+func (p Program) tail(s *arena.Stage) {
+	if p.Tail <= 0 {
+		return
+	}
+	T := s.Unit().TTL
+	a := s.Buyer()
+	start := time.Now()
+	for k := 1; !s.Arena().SoldOut() && time.Since(start) <= Duration(p.Tail, T); k++ {
+		a.Order()
+		if !s.Wait(a.OrderDone(k)) {
+			return
+		}
+		select {
+		case <-a.Wrote():
+			return
+		default:
+		}
+		if !s.Sleep(T / 2) {
+			return
+		}
 	}
 }
 

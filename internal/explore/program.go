@@ -12,7 +12,6 @@ package explore
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -32,17 +31,29 @@ const Scenario vocab.Scenario = "explore"
 const Eighth = 8
 
 // Program is one random story of buyers and faults, as data: how many units are on the shelf, and
-// each buyer's orders, each with when it comes, how long it works, and the fault armed for it.
-// Times are in eighths of the step's TTL. Hazard: a program is played as written, whatever the lock
-// does; a fault armed for an order strikes at the first point of its kind from that order on (an
-// order refused before its work carries its work's fault to the next), and one that never found
-// its point is no fault at all (the run says which struck: Struck).
+// each buyer's orders, each with when it comes, how long it works, and the fault armed for it;
+// then a quiet tail. Times are in eighths of the step's TTL. Hazard: a program is played as
+// written, whatever the lock does; a fault armed for an order strikes at the first point of its
+// kind from that order on (an order refused before its work carries its work's fault to the
+// next), and one that never found its point is no fault at all (the run says which struck:
+// Struck).
 type Program struct {
 	// Seed is the seed Generate wrote it from (0: written by hand or shrunk from one).
 	Seed   uint64  `json:"seed,omitempty"`
 	Stock  int     `json:"stock"`
 	Buyers []Buyer `json:"buyers"`
+	// Tail is how long the quiet tail lasts, in eighths of a TTL (0: none): once every order of
+	// the program has returned, nothing strikes, and a buyer of its own orders every half TTL
+	// until an order sells, the shelf is empty or the tail is over. Whether the shop recovers is
+	// read from it (Recovery).
+	Tail int `json:"tail,omitempty"`
+	// Mix is the fault mix Generate drew for the seed before the program (nil: written by hand).
+	// It says how the program came to be; playing it reads nothing of it.
+	Mix *Mix `json:"mix,omitempty"`
 }
+
+// QuietTail is the tail Generate gives a program: 4 TTLs, time for any lease to run out twice.
+const QuietTail = 4 * Eighth
 
 // Buyer is one buyer of a program: its orders, one after another, and how it is set up.
 type Buyer struct {
@@ -67,12 +78,20 @@ type Order struct {
 	Gap   int           `json:"gap,omitempty"`
 }
 
-// Faults is every move a program may arm on an order, in the arena's names.
-var Faults = []history.Fault{
+// FaultMissing is a buyer whose link to the last lock node is down until it is inside
+// (Buyer.Missing): on a quorum lock, it holds a bare majority.
+const FaultMissing history.Fault = "missing-node"
+
+// OrderFaults are the moves a program may arm on an order, in the arena's names.
+var OrderFaults = []history.Fault{
 	arena.FaultError, arena.FaultCrash, arena.FaultSlow, arena.FaultPause, arena.FaultUnlockRace,
 	arena.FaultFailover, arena.FaultReentrant, arena.FaultPartition, arena.FaultSecond,
 	arena.FaultRestart, arena.FaultLostReply,
 }
+
+// Faults is every fault a program may have: the moves armed on an order, and the two a buyer is
+// set up with (a wall clock 3/8 TTL ahead, a missing lock node).
+var Faults = append(slices.Clone(OrderFaults), arena.FaultClockSkew, FaultMissing)
 
 // node reports whether f strikes a lock node rather than the process (one such move a program).
 func node(f history.Fault) bool { return f == arena.FaultFailover || f == arena.FaultRestart }
@@ -81,82 +100,54 @@ func node(f history.Fault) bool { return f == arena.FaultFailover || f == arena.
 // request adds an order of its own.
 func last(f history.Fault) bool { return f == arena.FaultCrash || f == arena.FaultSecond }
 
-// Limits bound what Generate writes.
-type Limits struct {
-	Buyers int // the most buyers (0: 3)
-	Nodes  int // the lock nodes the step takes (a missing node only with 3 or more)
-	// Faults are the moves a program may arm (nil: every one of Faults; empty: none).
-	Faults []history.Fault
+// ScenarioOf is the matrix's scenario that stages f, as a grade's row shows it.
+func ScenarioOf(f history.Fault) vocab.Scenario {
+	switch f {
+	case arena.FaultSecond:
+		return "two-requests"
+	case FaultMissing:
+		return "restart" // a quorum's restart scenario is staged with a missing node
+	}
+	return vocab.Scenario(f)
 }
 
-// Generate writes the program of seed: the same seed and limits give the same program.
-func Generate(seed uint64, l Limits) Program {
-	if l.Buyers <= 0 {
-		l.Buyers = 3
-	}
-	if l.Faults == nil {
-		l.Faults = Faults
-	}
-	r := rand.New(rand.NewPCG(seed, 0x6c6f636b73746570)) // "lockstep"
-	p := Program{Seed: seed, Stock: 1 + r.IntN(4)}
-	nb := 1 + r.IntN(l.Buyers)
-	if nb == 1 && l.Buyers > 1 && r.IntN(2) == 0 {
-		nb = 2 // a lock is mostly about two
-	}
-	for range nb {
-		b := Buyer{}
-		if r.IntN(8) == 0 {
-			b.Skew = 3 * Eighth
-		}
-		if l.Nodes >= 3 && r.IntN(3) == 0 {
-			b.Missing = true
-		}
-		for range 1 + r.IntN(2) {
-			o := Order{After: r.IntN(2 * Eighth)}
-			if r.IntN(2) == 0 {
-				o.Work = r.IntN(Eighth + 1)
-			}
-			b.Orders = append(b.Orders, o)
-		}
-		p.Buyers = append(p.Buyers, b)
-	}
-	nodeMove := false
-	for range r.IntN(3) {
-		if len(l.Faults) == 0 {
-			break
-		}
-		f := l.Faults[r.IntN(len(l.Faults))]
-		bi := r.IntN(len(p.Buyers))
-		b := &p.Buyers[bi]
-		k := r.IntN(len(b.Orders))
-		if node(f) && nodeMove || b.Orders[k].Fault != "" {
-			continue
-		}
-		nodeMove = nodeMove || node(f)
-		if last(f) {
-			b.Orders = b.Orders[:k+1]
-		}
-		b.Orders[k].Fault = f
-		if f == arena.FaultUnlockRace {
-			b.Orders[k].Gap = r.IntN(3)
+// Scenarios are the scenarios that stage p's faults (contention, for a program with none).
+func (p Program) Scenarios() []vocab.Scenario {
+	var out []vocab.Scenario
+	add := func(f history.Fault) {
+		if sc := ScenarioOf(f); !slices.Contains(out, sc) {
+			out = append(out, sc)
 		}
 	}
-	// A crash or a second request ends its buyer's orders.
-	for i := range p.Buyers {
-		b := &p.Buyers[i]
-		for k, o := range b.Orders {
-			if last(o.Fault) {
-				b.Orders = b.Orders[:k+1]
-				break
+	for _, b := range p.Buyers {
+		if b.Skew > 0 {
+			add(arena.FaultClockSkew)
+		}
+		if b.Missing {
+			add(FaultMissing)
+		}
+		for _, o := range b.Orders {
+			if o.Fault != "" {
+				add(o.Fault)
 			}
 		}
 	}
-	return p
+	if len(out) == 0 {
+		out = append(out, "contention")
+	}
+	return out
 }
 
-// Size is the program's buyers and faults.
+// Size is the program's buyers and faults (a buyer's skewed clock and missing node count as one
+// each).
 func (p Program) Size() (buyers, faults int) {
 	for _, b := range p.Buyers {
+		if b.Skew > 0 {
+			faults++
+		}
+		if b.Missing {
+			faults++
+		}
 		for _, o := range b.Orders {
 			if o.Fault != "" {
 				faults++
@@ -255,6 +246,9 @@ func (p Program) Lines(says map[Strike]string) []string {
 			parts = append(parts, s)
 		}
 		out = append(out, fmt.Sprintf("buyer %d: %s", n, strings.Join(parts, "; ")))
+	}
+	if p.Tail > 0 {
+		out = append(out, fmt.Sprintf("then a quiet tail of %s: nothing strikes, and buyer %d orders every 1/2 TTL until an order sells", TTLs(p.Tail), len(p.Buyers)+1))
 	}
 	return out
 }

@@ -7,18 +7,49 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/vocab"
 )
 
-// Way is how a program broke a lock: the first kind of its verdict, in the referee's order of
-// kinds (overlap before oversold before … idle), "" when it broke nothing or has no verdict.
+// Safety are the kinds that say a lock let two in, or undid another's hold: what a lock exists to
+// prevent. A map says them first, then the others (the shop stopped selling, or worked badly) in
+// the referee's order.
+var Safety = []vocab.Kind{vocab.Overlap, vocab.Oversold, vocab.ForeignRelease, ForeignRenewal}
+
+// ForeignRenewal is issue 34's kind, a renewal of a lock another process holds, which the referee
+// judges once branch referee4 lands (vocab.ForeignRenewal then): named here so that a map puts it
+// with the safety kinds from the first run that shows it.
+const ForeignRenewal vocab.Kind = "foreign-renewal"
+
+// Safe reports whether k is one of Safety.
+func Safe(k vocab.Kind) bool { return slices.Contains(Safety, k) }
+
+// rank is k's place in a map: the safety kinds first, then the referee's order.
+func rank(k vocab.Kind) int {
+	if i := slices.Index(Safety, k); i >= 0 {
+		return i
+	}
+	if i := slices.Index(vocab.Kinds, k); i >= 0 {
+		return len(Safety) + i
+	}
+	return len(Safety) + len(vocab.Kinds)
+}
+
+// Ordered is ks in a map's order: the safety kinds first.
+func Ordered(ks []vocab.Kind) []vocab.Kind {
+	out := slices.Clone(ks)
+	slices.SortStableFunc(out, func(a, b vocab.Kind) int { return rank(a) - rank(b) })
+	return out
+}
+
+// Way is how a program broke a lock: the first kind of its verdict in a map's order (overlap
+// before oversold before … idle), "" when it broke nothing or has no verdict.
 func Way(rep *referee.Report) vocab.Kind {
 	if rep == nil || !rep.Complete() || len(rep.Violations) == 0 {
 		return ""
 	}
-	for _, k := range vocab.Kinds {
-		if slices.Contains(rep.Violations, k) {
-			return k
-		}
-	}
-	return rep.Violations[0]
+	return Ordered(rep.Violations)[0]
+}
+
+// Shows reports whether rep is a verdict (complete) in which k was violated.
+func Shows(rep *referee.Report, k vocab.Kind) bool {
+	return rep != nil && rep.Complete() && slices.Contains(rep.Violations, k)
 }
 
 // Shrink makes p smaller while breaks says a smaller one still breaks the lock the same way, as

@@ -70,7 +70,7 @@ func GraderOverlay(p *Pkg, nodes int) Overlay {
 	if p.HasOrder {
 		order = "yourlock.Order"
 	}
-	ov := Overlay{Pkg: "internal/matrix", Name: "zz_learner_overlay_test.go", Args: []string{"test", "-c"}, What: "the grader"}
+	ov := Overlay{Pkg: "internal/matrix", Name: "zz_learner_overlay_test.go", Args: append([]string{"test", "-c"}, SeededFlags...), What: "the grader"}
 	imports, perProcess := "", ""
 	if len(p.Shared) > 0 {
 		var each []string
@@ -137,6 +137,14 @@ func needsCode(needs []steps.Need) string {
 // included: the most buyers a scenario or a program has (8), and the probe.
 const Processes = 9
 
+// SeededFlags build the grader so that each program lab explore plays in it seeds the randomness
+// a lock draws for itself (explore.SeedMathRand, in internal/matrix's TestExplore), and one
+// program plays to one history (lab explore -check): the lockstep_seeded build tag, and the
+// linker's check of names reached from outside their package turned off for the one it reaches,
+// math/rand/v2's source. Hazard: a grader built without them (dist.sh's) plays a back-off's jitter
+// as the runtime draws it.
+var SeededFlags = []string{"-tags", "lockstep_seeded", "-ldflags=-checklinkname=0"}
+
 // Build builds ov's package with ov's file laid over it into dir, and returns the
 // binary. An error in p's package (or in how its New or Order meet the lab) is bad input, in one
 // line. Hazard: it links a whole binary (seconds with a warm build cache, minutes on a cold one).
@@ -176,10 +184,10 @@ func Build(ctx context.Context, p *Pkg, ov Overlay, dir string) (string, error) 
 
 // BuildTest builds the test binary of the package pkg (a path inside the module in root, such as
 // internal/matrix, the grader in which lab run, lab matrix and lab explore play the embedded
-// backend in virtual time), as it stands, into dir; what names it in the one-line error. Hazard:
-// as Build, it links a whole binary.
-func BuildTest(ctx context.Context, root, pkg, what, dir string) (string, error) {
-	bin, out, err := goBuild(ctx, root, []string{"test", "-c"}, pkg, dir)
+// backend in virtual time), as it stands, into dir, with flags added to go test -c (SeededFlags);
+// what names it in the one-line error. Hazard: as Build, it links a whole binary.
+func BuildTest(ctx context.Context, root, pkg, what, dir string, flags ...string) (string, error) {
+	bin, out, err := goBuild(ctx, root, append([]string{"test", "-c"}, flags...), pkg, dir)
 	if err == nil || ctx.Err() != nil || errors.Is(err, ErrNoGo) {
 		return bin, err
 	}

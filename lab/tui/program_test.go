@@ -25,13 +25,13 @@ func foundProgram(t *testing.T) *Program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := explore.Request{Seed: 1, Budget: time.Minute, Buyers: 3, Programs: 200}
+	req := explore.Request{Seed: 1, Budget: time.Minute, Buyers: 3, Programs: 200, First: true}
 	res := explore.Explore(st, req, func(f func()) { synctest.Test(t, func(*testing.T) { f() }) }, nil)
-	if res.Found == nil {
+	if len(res.Map) == 0 {
 		t.Fatalf("explore did not break 04 in %d programs", res.Programs)
 	}
-	rep := res.Found.Report
-	return &Program{File: filepath.Join("found", "04.json"), Step: st, Story: res.Found.Program.Lines(explore.Struck(rep.History)),
+	rep := res.Map[0].Report
+	return &Program{File: filepath.Join("found", "04.json"), Step: st, Story: res.Map[0].Program.Lines(explore.Struck(rep.History)),
 		History: rep.History, Others: rep.Others, Violations: rep.Violations, Unjudged: rep.Unjudged}
 }
 
