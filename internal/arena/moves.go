@@ -325,8 +325,9 @@ type stay struct {
 // FailoverAfterLockWrite holds lock node 0's replication back right before the next command of a
 // Lock call of b (nil: of anyone) that may write there while no hold has a key there (the lock is
 // free: what is lost is that write, not an earlier release), and fails the node over right after
-// that call returns holding a key it wrote there, before its caller goes on: the write is lost.
-// The holder then stays inside until another buyer is inside too (at most 2 × TTL), so the lost
+// that call returns holding a key it wrote there, before its caller goes on: the write is lost. A
+// Lock that refused after its held-back write (it waited for a replica that never acknowledged
+// it) is struck as it returns too. The holder then stays inside until another buyer is inside too (at most 2 × TTL), so the lost
 // lock shows as two buyers inside, not as luck.
 func (s *Stage) FailoverAfterLockWrite(b *Actor) error {
 	e := s.a.nodes[0]
@@ -346,7 +347,7 @@ func (s *Stage) FailoverAfterLockWrite(b *Actor) error {
 	e.holdArmed = true
 	s.a.mu.Unlock()
 	m := s.newMove(FaultFailover, func(m *move) { s.nodeMoveUnmet(b, "failover", e) })
-	s.armNode(&armed{node: 0, buyer: b, m: m, strike: func(h *Actor) {
+	s.armNode(&armed{node: 0, buyer: b, m: m, afterHeld: true, strike: func(h *Actor) {
 		m.strike(h.N, "the lock node it wrote on fails over before the write reached the replica", nil, 0)
 		e.turn.Lock()
 		s.a.failover(e)
@@ -432,12 +433,15 @@ func (b *Actor) current() int {
 }
 
 // armed is a node move waiting for a holder's Lock: on node, after a Lock of buyer (nil: anyone)
-// that returns holding a lock written there.
+// that returns holding a lock written there — or, with afterHeld, that returns at all after the
+// node held back its lock write from the replica (a lock that waited for a replica's
+// acknowledgement, had none, and refused).
 type armed struct {
-	node   int
-	buyer  *Actor
-	m      *move
-	strike func(holder *Actor) // what it does, the caller holding nothing
+	node      int
+	buyer     *Actor
+	m         *move
+	strike    func(holder *Actor) // what it does, the caller holding nothing
+	afterHeld bool
 }
 
 // armNode arms x for the next Lock it waits for.
@@ -456,14 +460,17 @@ type armedOn struct {
 // afterLock is told of every Lock call that returned: an armed node move whose moment it is
 // strikes now, before the call's caller goes on.
 func (a *Arena) afterLock(p *process, ok bool) {
-	if !ok || p.n == 0 {
+	if p.n == 0 {
 		return
 	}
 	a.mu.Lock()
 	var due []armedOn
 	kept := a.armed[:0]
 	for _, x := range a.armed {
-		if (x.x.buyer == nil || x.x.buyer.p == p) && len(a.ref.HoldKeys(p.n)[x.x.node]) > 0 {
+		e := a.nodes[x.x.node]
+		holds := ok && len(a.ref.HoldKeys(p.n)[x.x.node]) > 0
+		refused := !ok && x.x.afterHeld && e.held && e.heldBy == p.n
+		if (x.x.buyer == nil || x.x.buyer.p == p) && (holds || refused) {
 			due = append(due, x)
 			continue
 		}

@@ -35,6 +35,7 @@ type nodeEye struct {
 	held       bool // its replication is held back, for a failover to come (guarded by a.mu)
 	holdArmed  bool // hold it back before the next lock write of holdFor (0: anyone) on a free lock
 	holdFor    int
+	heldBy     int  // the process whose lock write the hold caught (guarded by a.mu)
 	failedOver bool // guarded by a.mu
 }
 
@@ -217,7 +218,7 @@ func (a *Arena) holdBeforeLockWrite(e *nodeEye, p *process, c *call, cmds []redi
 	handOver := c.kind == unlockCall && a.handsOver && mayDeleteAny(inner, a.prefix, c.holdKeys[e.i])
 	due := e.holdArmed && !e.held && who && (acquire || handOver)
 	if due {
-		e.held, e.holdArmed = true, false
+		e.held, e.holdArmed, e.heldBy = true, false, p.n
 	}
 	a.mu.Unlock()
 	if due {

@@ -28,6 +28,7 @@ import (
 	aspect "github.com/lockstep-lab/lockstep/steps/side_aspect"
 	delex "github.com/lockstep-lab/lockstep/steps/side_delex"
 	getset "github.com/lockstep-lab/lockstep/steps/side_getset"
+	wait "github.com/lockstep-lab/lockstep/steps/side_wait"
 
 	"github.com/lockstep-lab/lockstep/steps"
 )
@@ -300,6 +301,27 @@ var Steps = []*steps.Step{
 			steps.Failover:    {overlap, oversold},
 			steps.Load:        {flood},
 			steps.Partition:   {overlap, oversold, renewal},
+			steps.TwoRequests: {overlap, oversold},
+			steps.Greedy:      {starved},
+			steps.Restart:     {overlap, oversold},
+		},
+	},
+	{
+		Slug: "side_wait", Number: 0, Base: "09_lua_unlock", Side: true,
+		Title:     "Side road: wait for a replica (WAIT 1), or refuse the lock",
+		Claim:     "After the lock write, WAIT 1 TTL/4: the lock is taken only once a replica acknowledged it, so a failover promotes a replica that has it.",
+		Article:   "not in the articles: Redisson's checkLockSyncedSlaves (WAIT after the lock write; WAITAOF with AOF on)",
+		Fixes:     "A failover no longer hands out a lock the replica never saw: an acquisition no replica acknowledged is given back and refused.",
+		Breaks:    "A node that restarts without persistence forgets the lock with its replica; a pause past the lease; and every acquisition costs a round trip, and is refused while the replica lags.",
+		Hint:      "Restart the lock node without persistence while the holder works.",
+		Lesson:    "WAIT says how many replicas received the write, not that the cluster agreed on it: a failover to a replica that has the lock keeps it, one to a replica without it is refused before anyone is inside. But a restart without persistence forgets the lock on the primary and its replica alike, a pause still outlasts the lease, and while the replica lags every lock is refused. Redis's docs: WAIT does not make Redis strongly consistent.",
+		BreakWith: steps.Restart,
+		Shows:     "WAIT",
+		New:       wait.New, Order: wait.Order, Source: wait.Source,
+		Expect: map[steps.Scenario][]k{
+			steps.Pause:       {overlap, oversold},
+			steps.Load:        {flood},
+			steps.Partition:   {overlap, oversold},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
 			steps.Restart:     {overlap, oversold},

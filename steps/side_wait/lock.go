@@ -1,0 +1,150 @@
+// Package lock is one step of lockstep's Redis lock: README.md beside this file says which one,
+// what it fixes and what still breaks. Every step package is named lock, so that diff -ru between
+// two step folders shows only the idea the later one adds.
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lockstep-lab/lockstep/steps"
+	"github.com/redis/go-redis/v9"
+)
+
+// Locker takes the lock with one SET NX PX holding a random owner token, and deletes it with a Lua
+// script that checks the token and deletes in one atomic step. It counts its own holds, so a
+// nested Lock by the holder succeeds and only the last Unlock deletes the key; a process that
+// finds the key taken spins until it is free. Once it has set the key, it asks the server to wait
+// until a replica has it too (WAIT 1 TTL/4), and gives the key back and refuses the lock when none
+// did. While it holds the key, a watchdog goroutine renews the TTL. Hazard: WAIT counts replicas
+// that received the write, not a majority that agreed on it: a failover may still promote one that
+// had not, a node that restarts without persistence forgets the lock with its replica, and a
+// frozen process renews nothing while its lease runs out. And while the replica lags, every
+// acquisition is refused.
+type Locker struct {
+	rdb   *redis.Client
+	owner string
+	ttl   time.Duration
+	mu    sync.Mutex // two requests of one process may call at once: mu keeps count whole
+	count int        // holds by this process: the articles' ThreadLocal counter
+	spawn func(func(ctx context.Context))
+	stop  chan struct{} // closed to stop the watchdog
+	done  chan struct{} // closed when the watchdog has stopped
+}
+
+// New returns a Locker with a fresh random owner token: 16 random bytes, unique to the process,
+// as the articles' UUID (a thread id repeats across machines).
+func New(p steps.Proc) steps.Locker {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return &Locker{rdb: p.Redis, owner: hex.EncodeToString(b), ttl: p.TTL, spawn: p.Go}
+}
+
+// Lock returns true at once if this Locker holds a lock already, counting one more hold (the count
+// belongs to the Locker, not to key: like the article's ThreadLocal it assumes one lock per
+// process, and a Locker holding one key would say yes for any other); otherwise
+// it sets key to the owner token with its expiry in one command (SET key token NX PX ttl), again
+// and again with no pause, until it succeeds or ctx ends. Then it sends WAIT 1 TTL/4: the server
+// answers once a replica has acknowledged every write of this connection, or after TTL/4 with how
+// many did. With none, the lock write may live on the primary alone, and a failover would hand the
+// lock to a second process: it deletes its key again (the script of Unlock) and returns
+// ErrNotReplicated. With one, it starts the watchdog. Hazard: every waiting process sends
+// commands as fast as its network allows, all the time the lock is held; and every acquisition
+// costs one more round trip, TTL/4 while no replica answers.
+func (l *Locker) Lock(ctx context.Context, key string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.count > 0 {
+		l.count++
+		return true, nil
+	}
+	for {
+		ok, err := l.rdb.SetNX(ctx, key, l.owner, l.ttl).Result()
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		acked, err := l.rdb.Wait(ctx, 1, l.ttl/4).Result()
+		if err != nil || acked < 1 {
+			unlockScript.Run(context.WithoutCancel(ctx), l.rdb, []string{key}, l.owner)
+			return false, errors.Join(ErrNotReplicated, err)
+		}
+		l.count = 1
+		l.watch(key)
+		return true, nil
+	}
+}
+
+// ErrNotReplicated is Lock's refusal when no replica acknowledged the lock write in time:
+// Redisson's "None of slaves were synced".
+var ErrNotReplicated = errors.New("no replica acknowledged the lock within TTL/4: refused, the key given back")
+
+// watch starts the watchdog: every TTL/3 it pushes key's expiry a full TTL ahead (PEXPIRE), until
+// the last Unlock stops it or the process dies. Hazard: PEXPIRE does not check the owner, and a
+// process that is frozen renews nothing while its lock runs out.
+func (l *Locker) watch(key string) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	l.stop, l.done = stop, done
+	l.spawn(func(ctx context.Context) {
+		defer close(done)
+		tick := time.NewTicker(l.ttl / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				l.rdb.PExpire(ctx, key, l.ttl)
+			}
+		}
+	})
+}
+
+// unwatch stops the watchdog and waits until it has stopped, so no renewal follows the delete.
+func (l *Locker) unwatch() {
+	if l.stop == nil {
+		return
+	}
+	close(l.stop)
+	<-l.done
+	l.stop, l.done = nil, nil
+}
+
+//go:embed unlock.lua
+var unlockLua string
+
+// unlockScript is sent as EVALSHA, and as EVAL the first time a server does not know it.
+var unlockScript = redis.NewScript(unlockLua)
+
+// Unlock gives back one hold; without one it touches nothing and returns steps.ErrNotOwner. The
+// last one stops the watchdog and runs unlock.lua, which deletes key only if it still holds this
+// Locker's token. It returns steps.ErrNotOwner if the key no longer held the token.
+func (l *Locker) Unlock(ctx context.Context, key string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.count == 0 {
+		return steps.ErrNotOwner
+	}
+	l.count--
+	if l.count > 0 {
+		return nil
+	}
+	l.unwatch()
+	deleted, err := unlockScript.Run(ctx, l.rdb, []string{key}, l.owner).Int()
+	if err != nil {
+		return err
+	}
+	if deleted == 0 {
+		return steps.ErrNotOwner
+	}
+	return nil
+}
