@@ -127,6 +127,9 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		req.Play = []explore.Program{given.program}
+		if given.c != nil && req.Kinds == nil {
+			req.Kinds = given.c.Kinds()
+		}
 	}
 	if target == "" {
 		return usageError("explore needs a step (e.g. 04) or your lock's folder (e.g. steps/mine) (see -h)")

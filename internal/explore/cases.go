@@ -27,10 +27,26 @@ type Case struct {
 	Played string `json:"played"`
 	// Bug are the kinds that say a lock has the bug: any of them in the verdict.
 	Bug []vocab.Kind `json:"bug"`
+	// Judged are the kinds its program is judged for (nil: CaseKinds).
+	Judged []vocab.Kind `json:"judged,omitempty"`
 	// Expect is the verdict of each step the story concerns under Program, by slug: the kinds
 	// violated (none: ✓), as README.md states it.
 	Expect  map[string][]vocab.Kind `json:"expect"`
 	Program Program                 `json:"program"`
+}
+
+// CaseKinds are the kinds a case is judged for unless it says otherwise: what a story of a lock
+// gone wrong is about (two let in, another's lock undone, the shop stopped selling), not how busy a
+// lock keeps Redis meanwhile (flood, idle, starved: a spinning lock floods while a lock nobody can
+// take sits there).
+var CaseKinds = append(slices.Clone(Safety), vocab.Stuck, vocab.LostSales)
+
+// Kinds is what c's program is judged for: Judged, else CaseKinds.
+func (c *Case) Kinds() []vocab.Kind {
+	if c.Judged != nil {
+		return c.Judged
+	}
+	return CaseKinds
 }
 
 // ReadCase reads a case from file. Hazard: anything but a case, with a program and the kinds of
