@@ -27,6 +27,7 @@ var Ideas = map[string]Idea{
 	"renew":               {Mark: Renew},
 	"Lua unlock":          {Mark: UnlockScript},
 	"DELEX":               {Mark: DelEx},
+	"WAIT":                {Mark: WaitAck},
 	"wake-up":             {Mark: Woken},
 	"line":                {Mark: Queued},
 	"stale write refused": {Mark: Fenced},

@@ -25,6 +25,7 @@ const (
 	UnlockScript // a script in Unlock
 	Del          // a DEL of the lock's key
 	DelEx        // a DELEX of the lock's key: compare-and-delete in one command
+	WaitAck      // a WAIT (or WAITAOF): the lock write waits for a replica's acknowledgement
 	Renew        // a renewal: PEXPIRE, or a script outside Lock and Unlock (a watchdog)
 	Publish      // a wake-up published to the waiters
 	Woken        // a waiter's first try after a wake-up was published
@@ -83,6 +84,7 @@ var Marks = [...]Mark{
 	UnlockScript:  {'U', "cmd", 6, true},
 	Del:           {'D', "cmd", 6, true},
 	DelEx:         {'E', "cmd", 6, true},
+	WaitAck:       {'A', "cmd", 5, true},
 	Renew:         {'P', "cmd", 1, true},
 	Publish:       {'W', "cmd", 7, true},
 	Woken:         {'^', "woken", 5, true},
@@ -134,6 +136,7 @@ var Legend = []struct {
 	{Marks: []ID{Refused}, Says: "Lock said no", Rare: true},
 	{Marks: []ID{Del}, Says: "DEL"},
 	{Marks: []ID{DelEx}, Says: "DELEX (compare-and-delete)", Rare: true},
+	{Marks: []ID{WaitAck}, Says: "WAIT for a replica", Rare: true},
 	{Marks: []ID{LockScript, UnlockScript}, Says: "Lua in Lock/Unlock"},
 	{Marks: []ID{Publish}, Says: "wake-up published", Rare: true},
 	{Marks: []ID{Woken}, Says: "woken: tries again", Rare: true},
@@ -176,6 +179,8 @@ func OfCommand(c *referee.Command, waiter bool) ID {
 		return Del
 	case c.Name == "DELEX" && c.OnLock:
 		return DelEx
+	case c.Name == "WAIT" || c.Name == "WAITAOF":
+		return WaitAck
 	case c.In == "lock" && waiter:
 		return Try
 	case c.In == "unlock" && c.Script:

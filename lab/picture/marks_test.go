@@ -26,6 +26,8 @@ func TestOfCommand(t *testing.T) {
 		{referee.Command{Name: "PEXPIRE", OnLock: true}, false, Renew},
 		{referee.Command{Name: "GETSET", OnLock: true, In: "lock"}, true, Try},
 		{referee.Command{Name: "HSET", OnLock: true, In: "lock"}, false, Other},
+		{referee.Command{Name: "WAIT", In: "lock"}, false, WaitAck},
+		{referee.Command{Name: "WAITAOF", In: "lock"}, false, WaitAck},
 	} {
 		if got := OfCommand(&c.cmd, c.waiter); got != c.want {
 			t.Errorf("%+v (waiter %v): %c, want %c", c.cmd, c.waiter, Marks[got].Glyph, Marks[c.want].Glyph)

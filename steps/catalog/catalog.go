@@ -319,9 +319,9 @@ var Steps = []*steps.Step{
 		Shows:     "WAIT",
 		New:       wait.New, Order: wait.Order, Source: wait.Source,
 		Expect: map[steps.Scenario][]k{
-			steps.Pause:       {overlap, oversold},
+			steps.Pause:       {overlap, oversold, renewal},
 			steps.Load:        {flood},
-			steps.Partition:   {overlap, oversold},
+			steps.Partition:   {overlap, oversold, renewal},
 			steps.TwoRequests: {overlap, oversold},
 			steps.Greedy:      {starved},
 			steps.Restart:     {overlap, oversold},

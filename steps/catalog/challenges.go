@@ -60,6 +60,8 @@ var challenges = map[string]Challenge{
 		Solution: "f 1 2 1 2 w 1 1 w 2"},
 	"side_delex": {Goal: steps.Oversold, Says: sellTwice + ": fail the lock over (f) after buyer 1's lock write", Scenario: steps.Failover,
 		Solution: "f 1 2 1 2 w 1 1 w 2"},
+	"side_wait": {Goal: steps.Oversold, Says: sellTwice + ", though a replica has the lock: stop buyer 1's world (p) just before its write", Scenario: steps.Pause,
+		Solution: "1 1 1 p w w w w + 3 3 3 w 1 1 w 3"},
 	"10_retry_jitter": {Goal: steps.Oversold, Says: "make two requests of one buyer (t) sell the same unit", Scenario: steps.TwoRequests,
 		Solution: "1 1 t 1 w 1 w 1"},
 	"11_hash_owner": {Goal: steps.Oversold, Says: sellTwice + ": cut buyer 1 off from the lock server (i) while it works", Scenario: steps.Partition,
