@@ -1,10 +1,6 @@
 package bench
 
 import (
-	"context"
-	"fmt"
-	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -25,14 +21,8 @@ import (
 // interval. Hazard: miniredis runs a script and a command in-process, with no network or Lua VM
 // costs like a real server's, so the ratio says what the client's side costs, not a server's.
 func BenchmarkReleaseOneCommand(b *testing.B) {
-	type arm struct {
-		name string
-		l    steps.Locker
-		key  string
-	}
-	var arms []arm
-	ctx := context.Background()
-	for _, c := range []struct {
+	var arms [2]armOf
+	for i, c := range []struct {
 		name string
 		new  func(steps.Proc) steps.Locker
 	}{{"09_lua_unlock", step09.New}, {"side_delex", delex.New}} {
@@ -42,47 +32,9 @@ func BenchmarkReleaseOneCommand(b *testing.B) {
 		ps := newProcs()
 		b.Cleanup(ps.stop)
 		p := steps.Proc{ID: "bench-" + c.name, Redis: rdb, Nodes: []*redis.Client{rdb}, TTL: ttl, Go: ps.Go, Ctx: ps.ctx, Now: time.Now}
-		arms = append(arms, arm{c.name, c.new(p), uniqueKey("release", c.name)})
+		arms[i] = armOf{c.name, c.new(p), uniqueKey("release", c.name)}
 	}
-	cycle := func(a arm) error {
-		ok, err := a.l.Lock(ctx, a.key)
-		if err != nil || !ok {
-			return fmt.Errorf("%s: Lock: %v, %v", a.name, ok, err)
-		}
-		return a.l.Unlock(ctx, a.key)
-	}
-	for _, a := range arms { // warm: dial, load the script
-		if err := cycle(a); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var ratios []float64
-	b.ResetTimer()
-	for range b.N {
-		var took [2]time.Duration
-		for _, i := range rand.Perm(2) {
-			start := time.Now()
-			for range cyclesPerRound {
-				if err := cycle(arms[i]); err != nil {
-					b.Fatal(err)
-				}
-			}
-			took[i] = time.Since(start)
-		}
-		ratios = append(ratios, float64(took[1])/float64(took[0]))
-	}
-	b.StopTimer()
-	slices.Sort(ratios)
-	_, med, _ := quartiles(ratios)
-	lo, hi := bootstrap(len(ratios), func(idx []int) float64 {
-		s := make([]float64, len(idx))
-		for k, i := range idx {
-			s[k] = ratios[i]
-		}
-		slices.Sort(s)
-		_, m, _ := quartiles(s)
-		return m
-	})
+	med, lo, hi, n := pairedRatio(b, arms)
 	b.ReportMetric(med, "delex/09")
-	b.Logf("side_delex / 09 per uncontended cycle on miniredis: median %.3f [%.3f–%.3f] over %d rounds of %d cycles", med, lo, hi, len(ratios), cyclesPerRound)
+	b.Logf("side_delex / 09 per uncontended cycle on miniredis: median %.3f [%.3f–%.3f] over %d rounds of %d cycles", med, lo, hi, n, cyclesPerRound)
 }
