@@ -58,7 +58,7 @@ func TestExploreBadInput(t *testing.T) {
 }
 
 // TestExploreCopyOf09: a learner's copy of step 09, explored from seed 1, breaks: exit 1, the
-// shrunk program in words with the referee's sentences and the command that replays it; -save
+// shrunk program in words with the referee's sentences and the command that plays it again; -save
 // writes a file lab judge judges again to the same verdict; -html a page with the program in
 // words and the command that replays it above its verdict, which lab judge reads too.
 func TestExploreCopyOf09(t *testing.T) {
@@ -70,7 +70,7 @@ func TestExploreCopyOf09(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
 	}
-	for _, want := range []string{"shrunk from ", "verdict: ", "overlap: buyer ", "replay: go run ./lab explore -seed ", "buyer 1: "} {
+	for _, want := range []string{"shrunk from ", "verdict: ", "overlap: buyer ", "replay: go run ./lab explore -program '{", "buyer 1: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
