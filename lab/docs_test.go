@@ -225,6 +225,9 @@ func runDocCmd(t *testing.T, c docCmd) {
 		if (strings.HasSuffix(a, ".json") || strings.HasSuffix(a, ".html")) && !strings.Contains(a, "/") && docFilesDir != "" {
 			args[i] = filepath.Join(docFilesDir, a) // a file the text names: in the test's folder
 		}
+		if strings.HasPrefix(a, "cases/") {
+			args[i] = filepath.Join("..", a) // a case of the museum, from the module's root
+		}
 		if a == "-redis" && i+1 < len(args) {
 			backend = args[i+1]
 			if strings.HasPrefix(backend, "redis://") {
