@@ -9,8 +9,8 @@ import (
 // TestGradeExplores: after the scenarios, grade explores the lock it graded, in the grader that
 // graded it, and says what it found as lab explore says it, but only what the row did not show: a
 // copy of step 09 breaks with flood after a lost reply (its row has flood under load alone), its
-// shrunk program in words with the command that plays it again, and the overlap and oversold a
-// partition brought are said as shown already (with -want the target decides the exit status
+// shrunk program in words with the command that plays it again, and the overlap, oversold and
+// foreign-renewal a partition brought are said as shown already (with -want the target decides the exit status
 // still: 09's row is 09's); a copy of step 17 holds, and the grade says in how many programs
 // nothing broke it.
 func TestGradeExplores(t *testing.T) {
@@ -23,7 +23,7 @@ func TestGradeExplores(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d, want 0 (the target met)\n%s\n%s", code, out, errs)
 		}
-		found := regexp.MustCompile(`(?s)Target met: .*\nExploring 20s more.*\n` + regexp.QuoteMeta(relDir(dir)) + ` broke \(flood\) in \d+ programs from seed 1 \(.*\); the worst first:\n\nflood: first in program \d+ \(seed \d+\), shrunk from .*\n  \d+ units? on the shelf\n  buyer 1: .*lost-reply.*\n  verdict: flood\n.*\n  replay: go run \./lab explore -program '\{.*\}' ` + regexp.QuoteMeta(relDir(dir)) + `\n\nAlso found, as the scenarios showed already: overlap under partition; oversold under partition\.\n$`)
+		found := regexp.MustCompile(`(?s)Target met: .*\nExploring 20s more.*\n` + regexp.QuoteMeta(relDir(dir)) + ` broke \(flood\) in \d+ programs from seed 1 \(.*\); the worst first:\n\nflood: first in program \d+ \(seed \d+\), shrunk from .*\n  \d+ units? on the shelf\n  buyer 1: .*lost-reply.*\n  verdict: flood\n.*\n  replay: go run \./lab explore -program '\{.*\}' ` + regexp.QuoteMeta(relDir(dir)) + `\n\nAlso found, as the scenarios showed already: overlap under partition; oversold under partition; foreign-renewal under partition\.\n$`)
 		if !found.MatchString(out) {
 			t.Errorf("no break said after the grade, with its program and the command that replays it:\n%s", out)
 		}

@@ -191,7 +191,9 @@ func TestHeadlessGraderFails(t *testing.T) {
 		{"outside the module", "not inside lockstep's module", []string{"matrix", "-steps", "04,05"},
 			func(t *testing.T) { t.Chdir(t.TempDir()) }},
 		{"go refuses the build", "go test -c ./internal/matrix (the grader)", []string{"run", "-step", "08", "-scenario", "slow"},
-			func(t *testing.T) { t.Setenv("GOFLAGS", "-ldflags=-Xbogus") }},
+			// -gcflags, not -ldflags: the grader's own -ldflags (grading.SeededFlags) would
+			// override a GOFLAGS one, and the build would go through.
+			func(t *testing.T) { t.Setenv("GOFLAGS", "-gcflags=-bogus") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.setup(t)
