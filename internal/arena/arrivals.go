@@ -6,9 +6,8 @@ import "time"
 // scheduler's order, so two commands that reach a server (a lock node or the inventory) at one
 // instant reach it in an order nobody chose, and a verdict could move from one play to the next.
 // In a bubble every command arrives on an instant of its own: the first grid line (arrivalGrid) a
-// round trip after it left, plus its buyer's slot on that line × arrivalStep, plus a nanosecond
-// for each command of its own process that left before it and arrives with it (a watchdog's tick
-// and the order's command, both held by a freeze that ends at once). Whatever a command sets
+// round trip after it left, plus its buyer's slot on that line × arrivalStep, plus a few
+// nanoseconds that order its own process's commands arriving with it (trip). Whatever a command sets
 // going at its instant (its record, the events the stage waits for) is done before the next
 // instant comes. A buyer's slot is its number shuffled by the line (slotOf): the same on every
 // play, and no buyer first at every line (by its number alone, the lower numbers won every tie,
@@ -22,20 +21,20 @@ const (
 	arrivalStep = 10 * time.Nanosecond
 )
 
-// flight is a command of a process on its way out: when it left, its place among the process's
-// departures, and the grid line it arrives on once it knows (0: not yet).
+// flight is a command of a process on its way out: when it left, whether a goroutine other than a
+// Lock or Unlock call sent it (a watchdog's tick, a subscription's read), and the grid line it
+// arrives on once it knows (0: not yet).
 type flight struct {
-	left time.Duration
-	seq  int
-	line time.Duration
+	left  time.Duration
+	other bool
+	line  time.Duration
 }
 
-// depart notes that a command of p leaves now.
-func (p *process) depart() *flight {
+// depart notes that a command of p leaves now, in call c (nil: none).
+func (p *process) depart(c *call) *flight {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.departed++
-	f := &flight{left: p.a.Since(), seq: p.departed}
+	f := &flight{left: p.a.Since(), other: c == nil}
 	p.flights = append(p.flights, f)
 	return f
 }
@@ -53,9 +52,13 @@ func (p *process) land(f *flight) {
 }
 
 // trip is how long f, a command of p leaving the process's network now, takes to arrive: one
-// round trip, and in virtual time up to arrivalGrid more, to its own instant (see above). Hazard:
-// two commands of one process that left at one instant still race; every margin a scenario
-// stages is far wider than arrivalGrid.
+// round trip, and in virtual time up to arrivalGrid more, to its own instant (see above). Of two
+// commands of p that left at one instant (two goroutines woke at it: a watchdog's tick and the
+// order's Unlock, or both held by a freeze), the call's goes first and the other's a nanosecond
+// after, whichever the Go scheduler ran first; each command that left earlier and arrives on the
+// same line puts both two nanoseconds later. Hazard: two calls' commands (two requests of one
+// process), or two other goroutines' commands, that leave at one instant still arrive in the
+// scheduler's order; every margin a scenario stages is far wider than arrivalGrid.
 func (p *process) trip(f *flight) time.Duration {
 	a := p.a
 	if !a.virtual {
@@ -68,13 +71,16 @@ func (p *process) trip(f *flight) time.Duration {
 	ahead := 0
 	for _, g := range p.flights {
 		// one that left before f and arrives on f's line, or has yet to say where: it may
-		if g != f && (g.left < f.left || g.left == f.left && g.seq < f.seq) && (g.line == 0 || g.line == line) {
+		if g != f && g.left < f.left && (g.line == 0 || g.line == line) {
 			ahead++
 		}
 	}
 	p.mu.Unlock()
-	sub := time.Duration(min(ahead, int(arrivalStep)-1))
-	return line + slotOf(p.n, line)*arrivalStep + sub - now
+	sub := 2 * ahead
+	if f.other {
+		sub++
+	}
+	return line + slotOf(p.n, line)*arrivalStep + time.Duration(min(sub, int(arrivalStep)-1)) - now
 }
 
 // slots is how many buyers' slots a grid line has.

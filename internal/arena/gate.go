@@ -36,7 +36,7 @@ type Held struct {
 func (p *process) leave(ctx context.Context, node int, cmds []redis.Cmder, c *call) error {
 	g := p.a.gate
 	if g == nil || p.n == 0 {
-		return p.network(ctx, node)
+		return p.network(ctx, node, c)
 	}
 	if err := p.outages(ctx, node); err != nil {
 		return err

@@ -61,7 +61,6 @@ type process struct {
 	again     int64          // the goroutine told NOSCRIPT: its script's body is part of that round trip (gate.go)
 	own       map[int64]int  // goroutines the lab started for it (orders', Proc.Go's), by id: how many marks
 	flights   []*flight      // its commands on their way out (network), in the order they left
-	departed  int            // commands that have left it
 	strays    map[int64]*stray
 	// order is its step's order handler: its own copy's, where the step has one per process
 	// (Step.PerProcess).
@@ -341,9 +340,10 @@ func (p *process) close() {
 
 // network is the way out of the process to lock node node (or to the inventory, node -1): a
 // command waits while the process is frozen (and, to a lock node, while its links are cut or that
-// node is kept from it), then spends one simulated round trip (trip).
-func (p *process) network(ctx context.Context, node int) error {
-	f := p.depart()
+// node is kept from it), then spends one simulated round trip (trip). c is the Lock or Unlock
+// call the command is sent in (nil: none).
+func (p *process) network(ctx context.Context, node int, c *call) error {
+	f := p.depart(c)
 	defer p.land(f)
 	if err := p.outages(ctx, node); err != nil {
 		return err
@@ -529,7 +529,7 @@ func subscribes(b []byte) bool {
 
 func (c *procConn) Read(b []byte) (int, error) {
 	if c.pubsub.Load() {
-		if err := c.p.network(context.Background(), c.node); err != nil {
+		if err := c.p.network(context.Background(), c.node, nil); err != nil {
 			return 0, net.ErrClosed
 		}
 	}
