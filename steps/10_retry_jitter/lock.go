@@ -116,6 +116,14 @@ func (l *Locker) watch(key string) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+				// A tick and the stop can both be ready (the tick came while a renewal was on its
+				// way): select then picks either at random. Look again, so that no renewal
+				// starts once the stop is closed.
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				l.rdb.PExpire(ctx, key, l.ttl)
 			}
 		}

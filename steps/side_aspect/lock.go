@@ -150,6 +150,14 @@ func (l *Locker) watch(key, owner string) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+				// A tick and the stop can both be ready (the tick came while a renewal was on its
+				// way): select then picks either at random. Look again, so that no renewal
+				// starts once the stop is closed.
+				select {
+				case <-d.stop:
+					return
+				default:
+				}
 				n, err := renewScript.Run(ctx, l.rdb, []string{key}, owner,
 					l.ttl.Milliseconds()).Int()
 				if err == nil && n == 0 {
