@@ -21,20 +21,20 @@ const (
 	arrivalStep = 10 * time.Nanosecond
 )
 
-// flight is a command of a process on its way out: when it left, whether a goroutine other than a
-// Lock or Unlock call sent it (a watchdog's tick, a subscription's read), and the grid line it
-// arrives on once it knows (0: not yet).
+// flight is a command of a process on its way out: when it left, the Lock or Unlock call that
+// sent it (nil: another goroutine, a watchdog's tick or a subscription's read), and the grid line
+// it arrives on once it knows (0: not yet).
 type flight struct {
-	left  time.Duration
-	other bool
-	line  time.Duration
+	left time.Duration
+	call *call
+	line time.Duration
 }
 
 // depart notes that a command of p leaves now, in call c (nil: none).
 func (p *process) depart(c *call) *flight {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f := &flight{left: p.a.Since(), other: c == nil}
+	f := &flight{left: p.a.Since(), call: c}
 	p.flights = append(p.flights, f)
 	return f
 }
@@ -52,13 +52,15 @@ func (p *process) land(f *flight) {
 }
 
 // trip is how long f, a command of p leaving the process's network now, takes to arrive: one
-// round trip, and in virtual time up to arrivalGrid more, to its own instant (see above). Of two
-// commands of p that left at one instant (two goroutines woke at it: a watchdog's tick and the
-// order's Unlock, or both held by a freeze), the call's goes first and the other's a nanosecond
-// after, whichever the Go scheduler ran first; each command that left earlier and arrives on the
-// same line puts both two nanoseconds later. Hazard: two calls' commands (two requests of one
-// process), or two other goroutines' commands, that leave at one instant still arrive in the
-// scheduler's order; every margin a scenario stages is far wider than arrivalGrid.
+// round trip, and in virtual time up to arrivalGrid more, to its own instant (see above). Of the
+// commands of p that leave at one instant (goroutines that woke at it: a watchdog's tick and the
+// order's Unlock, two requests' calls, or all held by a freeze), the calls' go first, the one of
+// the call begun first first (each call of p begun before f's and not ended before now puts f two
+// nanoseconds later), and another goroutine's a nanosecond after its call's, whichever the Go
+// scheduler ran first; each command that left earlier and arrives on the same line puts them two
+// nanoseconds later. Hazard: two other goroutines' commands (two watchdogs' ticks) that leave at
+// one instant still arrive in the scheduler's order; every margin a scenario stages is far wider
+// than arrivalGrid.
 func (p *process) trip(f *flight) time.Duration {
 	a := p.a
 	if !a.virtual {
@@ -75,9 +77,12 @@ func (p *process) trip(f *flight) time.Duration {
 			ahead++
 		}
 	}
+	if f.call != nil {
+		ahead += p.begunBefore(f.call, now)
+	}
 	p.mu.Unlock()
 	sub := 2 * ahead
-	if f.other {
+	if f.call == nil {
 		sub++
 	}
 	return line + slotOf(p.n, line)*arrivalStep + time.Duration(min(sub, int(arrivalStep)-1)) - now
@@ -101,4 +106,27 @@ func slotOf(n int, line time.Duration) time.Duration {
 	x ^= x >> 33
 	a, b := coprime[x%uint64(len(coprime))], int((x>>8)%uint64(slots))
 	return time.Duration((a*(n%slots) + b) % slots)
+}
+
+// begunBefore is how many calls of p begun before c (a lower id) are under way or ended at now:
+// the same on every play, however the goroutines that make them are scheduled. p.mu is held.
+func (p *process) begunBefore(c *call, now time.Duration) int {
+	n := 0
+	for d := range p.calls {
+		if d.id < c.id {
+			n++
+		}
+	}
+	for _, e := range p.ended {
+		if e.at == now && e.id < c.id {
+			n++
+		}
+	}
+	return n
+}
+
+// callEnd is when a call of a process ended: begunBefore keeps those of the present instant.
+type callEnd struct {
+	id int
+	at time.Duration
 }

@@ -170,8 +170,13 @@ func (p *process) callBegan(ctx context.Context, kind callKind) *call {
 func (p *process) callEnded(c *call, ok bool, err error) {
 	a := p.a
 	a.prio.ended(p, c)
+	now := a.Since()
 	p.mu.Lock()
 	delete(p.calls, c)
+	if len(p.ended) > 0 && p.ended[0].at != now {
+		p.ended = p.ended[:0]
+	}
+	p.ended = append(p.ended, callEnd{id: c.id, at: now})
 	p.mu.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -61,6 +61,7 @@ type process struct {
 	again     int64          // the goroutine told NOSCRIPT: its script's body is part of that round trip (gate.go)
 	own       map[int64]int  // goroutines the lab started for it (orders', Proc.Go's), by id: how many marks
 	flights   []*flight      // its commands on their way out (network), in the order they left
+	ended     []callEnd      // its calls that ended at the latest instant one did (begunBefore)
 	strays    map[int64]*stray
 	// order is its step's order handler: its own copy's, where the step has one per process
 	// (Step.PerProcess).
@@ -379,6 +380,20 @@ func (p *process) outages(ctx context.Context, node int) error {
 	return nil
 }
 
+// stagger holds a command of p to lock node node (numbered from 0) node nanoseconds before it
+// goes out, in virtual time: the commands a process sends to several nodes at one instant (a
+// quorum lock's goroutine per node) go out one nanosecond apart, in the nodes' order, whichever
+// goroutine the Go scheduler ran first. So what a move decides as a command leaves (which command
+// an unlock-race freezes before, and which of the others that freeze holds) and the order they
+// arrive in are the same on every play. Not while a driver gates the commands (it orders them),
+// nor on the wall clock.
+func (p *process) stagger(ctx context.Context, node int) error {
+	if !p.a.virtual || p.a.gate != nil || node <= 0 {
+		return nil
+	}
+	return p.sleep(ctx, time.Duration(node))
+}
+
 // lockHook is a process's go-redis hook on one lock node's client: the simulated network, the
 // unlock-race fault, the command count, and the referee's watch over the lock key.
 type lockHook struct {
@@ -421,6 +436,9 @@ func (p *process) lockCmds(ctx context.Context, node int, cmds []redis.Cmder, se
 		// go-redis sends these on a fresh connection, from inside a command's own
 		// processing: they are part of that command's round trip.
 		return send()
+	}
+	if err := p.stagger(ctx, node); err != nil {
+		return fail(cmds, err)
 	}
 	inner := payload(cmds)
 	g := p.sender(node, inner)
