@@ -141,8 +141,8 @@ const Processes = 9
 // a lock draws for itself (explore.SeedMathRand, in internal/matrix's TestExplore), and one
 // program plays to one history (lab explore -check): the lockstep_seeded build tag, and the
 // linker's check of names reached from outside their package turned off for the one it reaches,
-// math/rand/v2's source. Hazard: a grader built without them (dist.sh's) plays a back-off's jitter
-// as the runtime draws it.
+// math/rand/v2's source (scripts/dist.sh builds the packed grader with them too). Hazard: a
+// grader built without them plays a back-off's jitter as the runtime draws it.
 var SeededFlags = []string{"-tags", "lockstep_seeded", "-ldflags=-checklinkname=0"}
 
 // Build builds ov's package with ov's file laid over it into dir, and returns the
