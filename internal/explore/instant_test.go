@@ -118,7 +118,9 @@ func (l *quorumLock) Lock(ctx context.Context, key string) (bool, error) {
 		if l.all(func(n *redis.Client) bool { return n.SetNX(ctx, key, ctx.Value(ownerKey{}), l.ttl).Val() }) {
 			return true, nil
 		}
-		l.all(func(n *redis.Client) bool { return release.Run(ctx, n, []string{key}, ctx.Value(ownerKey{})).Err() == nil })
+		l.all(func(n *redis.Client) bool {
+			return release.Run(ctx, n, []string{key}, ctx.Value(ownerKey{})).Err() == nil
+		})
 		select {
 		case <-time.After(l.ttl / 4):
 		case <-ctx.Done():
@@ -129,7 +131,9 @@ func (l *quorumLock) Lock(ctx context.Context, key string) (bool, error) {
 }
 
 func (l *quorumLock) Unlock(ctx context.Context, key string) error {
-	if !l.all(func(n *redis.Client) bool { return release.Run(ctx, n, []string{key}, ctx.Value(ownerKey{})).Val() == int64(1) }) {
+	if !l.all(func(n *redis.Client) bool {
+		return release.Run(ctx, n, []string{key}, ctx.Value(ownerKey{})).Val() == int64(1)
+	}) {
 		return steps.ErrNotOwner
 	}
 	return nil
