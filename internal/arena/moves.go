@@ -1,13 +1,14 @@
 package arena
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/internal/redisenv"
+	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // The moves: each fault the lab can stage, once. A move strikes at a point defined by what a
@@ -22,23 +23,73 @@ import (
 //
 // Hazard: a move that lasts is bounded by its cap, not by its counterpart: a lock that keeps
 // every other buyer waiting (a watchdog renewing) holds the fault for the whole cap.
+//
+// Each fault is one file, fault_<name>.go: its name (a Fault… constant), its Move (the value every
+// list of faults derives from), its arming method and its strike, the words it says as it
+// strikes, and why it did not strike. This file is what they share.
 
-// The faults, by the names the moves give them in records and events.
+// A Move is one fault the arena stages, as a Scenario is one attack: its name, its words, where
+// it strikes, what it needs of a backend and how to arm it. Moves is every one; the explorer's
+// fault lists derive from it. Hazard: Moves' order is the explorer's: a seed draws its mix from
+// it, so a move ranked anywhere but last changes every seed's programs.
+type Move struct {
+	Fault history.Fault
+	// Rank is its place in Moves, from 1.
+	Rank int
+	// What is what it does, in one line.
+	What string
+	// On says where it strikes: a buyer's order, a lock node, or the buyer as it comes on the
+	// stage (a BuyerOption: Arm nil).
+	On Target
+	// Last: an order it is armed on must be its buyer's last (a crash ends the process, a second
+	// request adds an order of its own).
+	Last bool
+	// Explored: lab explore places it in its programs.
+	Explored bool
+	// Scenario is the matrix's scenario that stages it, as a grade's row shows it.
+	Scenario steps.Scenario
+	// Needs says why env cannot stage it (nil: it can, or it needs nothing).
+	Needs func(env redisenv.Env) error
+	// Arm arms it on buyer b, for b's order under way or its next (gap: the Unlock command an
+	// unlock-race freezes before); nil for a move set up as the buyer comes on the stage. Its
+	// error is Needs' answer.
+	Arm func(s *Stage, b *Actor, gap int) error
+	// Now, when set, strikes it on b at once, wherever b is: what a key does to a holder that
+	// may be past the moment Arm waits for (a crash: the holder may have left its work).
+	Now func(s *Stage, b *Actor)
+}
+
+// A Target is where a move strikes.
+type Target int
+
+// The targets.
 const (
-	FaultError      history.Fault = "error"       // the work inside the critical section returns an error
-	FaultCrash      history.Fault = "crash"       // the process dies: no command of it, deferred or not, reaches Redis
-	FaultSlow       history.Fault = "slow"        // the work goes on, the process alive, until its counterpart acts
-	FaultPause      history.Fault = "pause"       // stop-the-world just before the stock write leaves, until its counterpart acts
-	FaultUnlockRace history.Fault = "unlock-race" // the process freezes just before a command of its Unlock, until its counterpart acts
-	FaultFailover   history.Fault = "failover"    // the next lock write is not replicated, and the primary then dies
-	FaultReentrant  history.Fault = "reentrant"   // the work calls a helper that takes the same lock again
-	FaultPartition  history.Fault = "partition"   // inside its work, the process loses its links to the lock nodes until its counterpart acts
-	FaultSecond     history.Fault = "second"      // the process starts a second order at once, with the same Locker
-	FaultRestart    history.Fault = "restart"     // the lock node restarts without persistence, forgetting every key
-	FaultLostReply  history.Fault = "lost-reply"  // a lock command's reply is lost: it landed, its client saw a timeout
-	FaultGreedy     history.Fault = "greedy"      // after each release of its lock, its retry reaches Redis before any other buyer's command
-	FaultClockSkew  history.Fault = "clock-skew"  // the process's wall clock runs ahead of the machine's (Skewed)
+	OnOrder Target = iota // the buyer's process, in an order
+	OnNode                // a lock node, after the buyer's Lock
+	OnBuyer               // the buyer, from the moment it comes on the stage
 )
+
+var moves []*Move
+
+// addMove registers m in Moves, at its Rank.
+func addMove(m *Move) *Move {
+	moves = append(moves, m)
+	slices.SortFunc(moves, func(a, b *Move) int { return a.Rank - b.Rank })
+	return m
+}
+
+// Moves is every fault the arena stages, in Rank order.
+func Moves() []*Move { return slices.Clone(moves) }
+
+// MoveOf is the move named f, nil if none is.
+func MoveOf(f history.Fault) *Move {
+	for _, m := range moves {
+		if m.Fault == f {
+			return m
+		}
+	}
+	return nil
+}
 
 // counterpart says in words what a lasting move waits for.
 const counterpart = "until another buyer has got in (or, a TTL on, still finds the lock taken)"
@@ -105,23 +156,44 @@ func (m *move) hit() {
 	}
 }
 
-// armedFault is a move waiting in a process for its moment: in the shop's work, at its stock
-// write. until makes, as it strikes, what it lasts until (nil: its cap alone).
+// armedFault is a move waiting in a process for its moment (at): in the shop's work, or as its
+// stock write leaves. do is its strike, once its record is written; until makes, as it strikes,
+// what it lasts until (nil: its cap alone).
 type armedFault struct {
 	m     *move
+	at    moment
+	says  string
+	do    func(w *work, x *armedFault) error
 	until func() Wait
 	cap   time.Duration
 }
 
-// arm sets a fault of b's process that waits for its moment, and wakes its work if it is in it.
-func (b *Actor) arm(f history.Fault, lasting bool, cap time.Duration, where string) {
+// A moment is where in an order an armed fault strikes.
+type moment int
+
+const (
+	inWork  moment = iota // in Shop.Work (at once if the order is at work)
+	atWrite               // as the stock write leaves
+)
+
+// where names the moment in the Shop's words, for a move that never struck.
+func (at moment) where() string {
+	if at == atWrite {
+		return "Shop.SetStock, Shop.SetStockFenced or Shop.Sell"
+	}
+	return "Shop.Work"
+}
+
+// arm sets fault f on b's process, to strike at its moment with do, saying says; a cap > 0 makes
+// it last until its counterpart has acted, at most cap. It wakes the work if it is in it.
+func (b *Actor) arm(f history.Fault, at moment, cap time.Duration, says string, do func(w *work, x *armedFault) error) {
 	s := b.s
-	x := &armedFault{cap: cap}
-	if lasting {
+	x := &armedFault{at: at, says: says, do: do, cap: cap}
+	if cap > 0 {
 		x.until = func() Wait { return s.Met(b) }
 	}
 	x.m = s.newMove(f, func(m *move) {
-		s.a.nowhere("the %s fault never struck: buyer %d's order never called %s, where it strikes", f, b.N, where)
+		s.a.nowhere("the %s fault never struck: buyer %d's order never called %s, where it strikes", f, b.N, at.where())
 	})
 	b.p.arm(x)
 }
@@ -129,172 +201,6 @@ func (b *Actor) arm(f history.Fault, lasting bool, cap time.Duration, where stri
 // lasting says in words how long a lasting move of cap lasts.
 func (a *Arena) lasting(cap time.Duration) string {
 	return fmt.Sprintf("%s, at most %s", counterpart, cap)
-}
-
-// FailWork makes the buyer's work return an error, at once if it is at work, else in its next
-// order's work.
-func (b *Actor) FailWork() { b.arm(FaultError, false, 0, "Shop.Work") }
-
-// SlowWork makes the buyer's work go on, its process alive, until its counterpart has acted (at
-// most 6 × TTL): at once if it is at work, else in its next order's.
-func (b *Actor) SlowWork() { b.arm(FaultSlow, true, capWork*b.s.a.t.TTL, "Shop.Work") }
-
-// NestedLock makes the buyer's work call a helper that takes the lock its order holds, as the
-// articles' service A calls service B.
-func (b *Actor) NestedLock() { b.arm(FaultReentrant, false, 0, "Shop.Work") }
-
-// CutInWork cuts, inside the buyer's work, its links to the lock nodes (not to the inventory)
-// until its counterpart has acted (at most 6 × TTL); it works on, and writes once the link is
-// back (unless its lock stopped it).
-func (b *Actor) CutInWork() { b.arm(FaultPartition, true, capWork*b.s.a.t.TTL, "Shop.Work") }
-
-// PauseBeforeWrite stops the buyer's whole process (its timers and watchdog too) just before its
-// stock write leaves, until its counterpart has acted (at most 6 × TTL): the write is on its way
-// and goes out when the pause ends, whatever the context says by then.
-func (b *Actor) PauseBeforeWrite() {
-	b.arm(FaultPause, true, capWork*b.s.a.t.TTL, "Shop.SetStock, Shop.SetStockFenced or Shop.Sell")
-}
-
-// CrashInWork kills the buyer's process inside its work: at once if it is at work, else in its
-// next order's work.
-func (b *Actor) CrashInWork() { b.arm(FaultCrash, false, 0, "Shop.Work") }
-
-// Crash kills the buyer's process now: its connections close, its goroutines' commands are
-// refused, no deferred code of it reaches Redis.
-func (b *Actor) Crash() {
-	m := b.s.newMove(FaultCrash, nil)
-	if m.strike(b.N, crashSays, nil, 0) {
-		b.p.crash()
-	}
-}
-
-// crashSays is what a crash does.
-const crashSays = "the process dies: its connections close, and none of its code, deferred or not, reaches Redis again"
-
-// says is what an armed fault says as it strikes.
-func (x *armedFault) says(a *Arena) string {
-	switch x.m.f {
-	case FaultError:
-		return "its work returns an error"
-	case FaultCrash:
-		return crashSays
-	case FaultSlow:
-		return "its work goes on, the process alive, " + a.lasting(x.cap)
-	case FaultReentrant:
-		return "its work calls a helper that takes the same lock"
-	case FaultPartition:
-		return "its link to the lock server is cut (not to the inventory), " + a.lasting(x.cap) + "; it keeps working"
-	case FaultPause:
-		return "the whole process stops (its watchdog too) just before its stock write leaves, " + a.lasting(x.cap)
-	}
-	return string(x.m.f)
-}
-
-// FreezeBeforeUnlockCommand freezes the buyer's whole process before the gap-th command of its
-// next Unlock (one begun holding a lock) that names a key its Lock wrote — gap 0: before the
-// first such command that may delete one — until its counterpart has acted (at most 4 × TTL).
-// Struck says before which command it froze; Touched how many of the call's commands named
-// those keys.
-func (b *Actor) FreezeBeforeUnlockCommand(gap int) *UnlockRace {
-	s := b.s
-	r := &unlockRace{gap: gap, cap: capUnlock * s.a.t.TTL, until: func() Wait { return s.Met(b) }}
-	r.m = s.newMove(FaultUnlockRace, func(m *move) {
-		b.p.mu.Lock()
-		unlocks := r.unlocks
-		b.p.mu.Unlock()
-		switch {
-		case s.a.lockCalls(b.p) == 0:
-			s.a.note("buyer %d's order takes no lock: there is no release to race", b.N)
-		case gap > 1:
-			// a later play's gap may not be there: its release went otherwise
-		case unlocks == 0:
-			s.a.nowhere("the unlock-race found nowhere to strike: buyer %d never called Unlock holding a lock its Lock wrote", b.N)
-		default:
-			s.a.nowhere("the unlock-race found nowhere to strike: buyer %d's Unlock sent no command that names a key its Lock wrote", b.N)
-		}
-	})
-	s.a.mu.Lock()
-	r.after = s.a.nextCall
-	s.a.mu.Unlock()
-	b.p.mu.Lock()
-	b.p.race = r
-	b.p.mu.Unlock()
-	u := &UnlockRace{r: r, p: b.p}
-	s.mu.Lock()
-	s.race = u
-	s.mu.Unlock()
-	return u
-}
-
-// UnlockRace is what a freeze before an unlock command learned.
-type UnlockRace struct {
-	r *unlockRace
-	p *process
-}
-
-// Struck is the label of the command the freeze came before ("" if it did not strike).
-func (u *UnlockRace) Struck() string {
-	u.p.mu.Lock()
-	defer u.p.mu.Unlock()
-	return u.r.label
-}
-
-// Touched is the most commands an Unlock call (of any buyer, begun holding a lock) carried out
-// that named a key its Lock wrote: the gaps an unlock-race can try.
-func (u *UnlockRace) Touched() int {
-	a := u.p.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.unlockTouched
-}
-
-// LoseLockReply loses the reply to the buyer's next Lock command that may write: the command
-// reaches the server and does what it does, but the reply never reaches the client, which waits
-// until its read times out (a quarter TTL) and, like go-redis, sends the command again (MaxRetries).
-// MIT 6.5840's labrpc drops replies so; the acquire is indeterminate. The Wait closes once the
-// command whose reply is lost has gone out.
-func (b *Actor) LoseLockReply() Wait {
-	s := b.s
-	m := s.newMove(FaultLostReply, func(m *move) {
-		if s.a.lockCalls(b.p) == 0 {
-			s.a.note("buyer %d's order takes no lock: there is no lock reply to lose", b.N)
-			return
-		}
-		s.a.nowhere("the lost reply found nowhere to strike: buyer %d's Lock sent no command that may write", b.N)
-	})
-	b.p.mu.Lock()
-	b.p.lose = &lostReply{m: m, after: s.a.t.TTL / 4}
-	b.p.mu.Unlock()
-	return m.Struck()
-}
-
-// SecondRequest starts, once the buyer's order under way is inside the critical section or at its
-// work (at once if it is; once its next order is, if this one has written already), a second order on the same process with the same Locker, as a second request
-// on one server: the first stays inside until the second has met the lock, and the second until
-// the first is done (each at most 2 × TTL).
-func (b *Actor) SecondRequest() {
-	s := b.s
-	m := s.newMove(FaultSecond, func(m *move) {
-		s.a.nowhere("the second request never started: buyer %d's order never got in nor returned", b.N)
-	})
-	k := b.current()
-	if s.sig.has(sigKey{buyer: b.N, order: k, kind: sigWrote}) || s.sig.has(sigKey{buyer: b.N, order: k, kind: sigDone}) {
-		k++ // that order is past its critical section: the second request meets its next one
-	}
-	first := k
-	// The first stays until the second has met the lock, or is under way (an order that takes no
-	// lock meets none).
-	b.stayInside(first, s.FirstOf(b.OrderSettled(first+1), b.orderUnder(first+1)))
-	// It counts as an order from now: a play waits for it.
-	s.run(b, func(ctx context.Context) {
-		if !s.await(b.orderUnder(first)) {
-			return
-		}
-		if !m.strike(b.N, "the same process starts a second order, with the same Locker (a second request to one server)", nil, 0) {
-			return
-		}
-		b.order(ctx, orderPlan{hold: b.OrderDone(first)})
-	})
 }
 
 // orderUnder closes when the buyer's k-th order is under way past its lock: inside, at its work
@@ -321,94 +227,6 @@ type stay struct {
 	k int
 	w Wait
 }
-
-// FailoverAfterLockWrite holds lock node 0's replication back right before the next command of a
-// Lock call of b (nil: of anyone) that may write there while no hold has a key there (the lock is
-// free: what is lost is that write, not an earlier release), and fails the node over right after
-// that call returns holding a key it wrote there, before its caller goes on: the write is lost. A
-// Lock that refused after its held-back write (it waited for a replica that never acknowledged
-// it) is struck as it returns too. The holder then stays inside until another buyer is inside too (at most 2 × TTL), so the lost
-// lock shows as two buyers inside, not as luck.
-func (s *Stage) FailoverAfterLockWrite(b *Actor) error {
-	e := s.a.nodes[0]
-	if !e.node.CanFailover() {
-		return fmt.Errorf("%w: failover needs a lock replica to promote, and the %s backend has a single node", ErrCannotStage, s.a.env.Backend())
-	}
-	s.a.mu.Lock()
-	if e.failedOver {
-		s.a.mu.Unlock()
-		return ErrFailedOver
-	}
-	if b == nil {
-		e.holdFor = 0
-	} else {
-		e.holdFor = b.N
-	}
-	e.holdArmed = true
-	s.a.mu.Unlock()
-	m := s.newMove(FaultFailover, func(m *move) { s.nodeMoveUnmet(b, "failover", e) })
-	s.armNode(&armed{node: 0, buyer: b, m: m, afterHeld: true, strike: func(h *Actor) {
-		m.strike(h.N, "the lock node it wrote on fails over before the write reached the replica", nil, 0)
-		e.turn.Lock()
-		s.a.failover(e)
-		e.turn.Unlock()
-		h.stayInside(h.current(), s.Others(h))
-	}})
-	return nil
-}
-
-// ErrFailedOver is what a second failover of one node answers: its replica was promoted already.
-var ErrFailedOver = fmt.Errorf("the replica was already promoted: r resets the lab to fail over again")
-
-// RestartAfterLockWrite restarts lock node 0 without persistence right after the next Lock call
-// of b (nil: of anyone) that returns holding a key it wrote there (for an order that takes no
-// lock: as it works). From then until another buyer has met the lock (or the holder has written,
-// or is done), the holder's lock commands are held back, as over a network that is slow while the
-// node comes back, so a lease guard's renewal cannot land on the empty node first; the holder
-// stays inside until another buyer is inside too (at most 2 × TTL). Restarted closes once the node
-// is back.
-func (s *Stage) RestartAfterLockWrite(b *Actor) error {
-	e := s.a.nodes[0]
-	if !e.node.CanRestart() {
-		return fmt.Errorf("%w: restart needs a lock node the lab owns, and the %s backend is a server it does not", ErrCannotStage, s.a.env.Backend())
-	}
-	m := s.newMove(FaultRestart, func(m *move) { s.nodeMoveUnmet(b, "restart", e) })
-	var once sync.Once
-	restart := func(h *Actor) {
-		once.Do(func() {
-			m.strike(h.N, "its lock node restarts without persistence and forgets every key", nil, 0)
-			unblock := make([]func(), len(h.p.lock))
-			for i := range h.p.lock {
-				unblock[i] = h.p.block(i)
-			}
-			e.turn.Lock()
-			s.a.nodeChange(e, history.NodeRestart, e.node.Restart)
-			e.turn.Unlock()
-			s.sig.fire(sigKey{kind: sigRestarted})
-			h.stayInside(h.current(), s.Others(h))
-			s.after(s.FirstOf(s.Found(h), h.Wrote(), h.Done()), func() {
-				for _, u := range unblock {
-					u()
-				}
-			})
-		})
-	}
-	s.armNode(&armed{node: 0, buyer: b, m: m, strike: restart})
-	if b != nil {
-		// An order that takes no lock is hit as it works.
-		s.spawn(func() {
-			if !s.await(b.Under()) || s.a.lockCalls(b.p) > 0 {
-				return
-			}
-			s.a.note("buyer %d's order takes no lock: the restart struck as it worked", b.N)
-			restart(b)
-		})
-	}
-	return nil
-}
-
-// Restarted closes once a restart move has brought the node back.
-func (s *Stage) Restarted() Wait { return s.sig.get(sigKey{kind: sigRestarted}) }
 
 // nodeMoveUnmet says why a node move armed for b did not strike.
 func (s *Stage) nodeMoveUnmet(b *Actor, what string, e *nodeEye) {

@@ -201,31 +201,6 @@ func changesUnnamed(cmds []redis.Cmder) bool {
 	return false
 }
 
-// holdBeforeLockWrite holds e's replication back now if a failover armed it for this command: one
-// of a Lock call (of the buyer it waits for) that may write while the lock on e is free, or — on a
-// lock seen to hand itself over (its Unlock writes the lock for the next in line) — one of an
-// Unlock that may delete or rewrite what its caller holds: the next write that gives someone the
-// lock. The caller holds e's turn, so nothing reaches the node between the hold and the command.
-func (a *Arena) holdBeforeLockWrite(e *nodeEye, p *process, c *call, cmds []redis.Cmder) {
-	if c == nil {
-		return
-	}
-	inner := payload(cmds)
-	a.mu.Lock()
-	_, _, taken := a.ref.HeldKey(e.i)
-	who := e.holdFor == 0 || e.holdFor == p.n
-	acquire := c.kind == lockCall && !taken && mayWriteAny(inner)
-	handOver := c.kind == unlockCall && a.handsOver && mayDeleteAny(inner, a.prefix, c.holdKeys[e.i])
-	due := e.holdArmed && !e.held && who && (acquire || handOver)
-	if due {
-		e.held, e.holdArmed, e.heldBy = true, false, p.n
-	}
-	a.mu.Unlock()
-	if due {
-		e.node.HoldReplication()
-	}
-}
-
 // keyChanges turns a watcher's changes into the history's.
 func keyChanges(in []redisenv.KeyChange) []history.KeyChange {
 	out := make([]history.KeyChange, len(in))

@@ -306,21 +306,16 @@ func (p *process) arm(x *armedFault) {
 	}
 }
 
-// take returns the armed fault if it is one of want, and disarms it.
-func (p *process) take(want ...history.Fault) *armedFault {
+// take returns the armed fault if its moment is at, and disarms it.
+func (p *process) take(at moment) *armedFault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	x := p.armed
-	if x == nil {
+	if x == nil || x.at != at {
 		return nil
 	}
-	for _, w := range want {
-		if x.m.f == w {
-			p.armed = nil
-			return x
-		}
-	}
-	return nil
+	p.armed = nil
+	return x
 }
 
 // close stops the process for good and waits for its goroutines started through Proc.Go; a
@@ -586,95 +581,4 @@ func (p *process) releaseOf(node int, cmds []redis.Cmder) *call {
 		return nil
 	}
 	return c
-}
-
-// unlockRace is a freeze before an unlock command, armed on a process: it freezes the process
-// inside its release, between the commands of the Unlock that touch what the process holds.
-type unlockRace struct {
-	m *move
-	// gap: freeze before the gap-th command of the process's first Unlock (one that began
-	// holding a lock) that names a key it holds; 0 before the first such command that may
-	// delete one.
-	gap   int
-	cap   time.Duration // how long at most
-	until func() Wait   // what it lasts until, made as it strikes
-	label string        // the command it froze before, once it struck
-	// after is the last call id handed out when it was armed: an Unlock already under way then
-	// is not the one it waits for.
-	after int
-	// unlocks is the process's Unlock calls that began holding a lock, since it was armed, and
-	// first the id of the first of them: what is sent on its behalf after it returned is still
-	// raced (releaseOf).
-	unlocks int
-	first   int
-}
-
-// unlockRace freezes p before a command of Unlock call c that names a key its process held as c
-// began, as the freeze armed on p says: before the command that follows gap−1 such commands
-// carried out.
-func (p *process) unlockRace(c *call, node int, cmds []redis.Cmder) {
-	if c == nil || c.kind != unlockCall || !namesAny(cmds, p.a.prefix, c.holdKeys[node]) {
-		return
-	}
-	p.mu.Lock()
-	r := p.race
-	strike := r != nil && r.label == "" && (r.unlocks == 0 || r.first == c.id) && c.id > r.after &&
-		(r.gap == c.touched+1 || (r.gap == 0 && mayDeleteAny(cmds, p.a.prefix, c.holdKeys[node])))
-	p.mu.Unlock()
-	if !strike {
-		return
-	}
-	a := p.a
-	hc := a.cmds(cmds)
-	a.mu.Lock()
-	label := a.ref.CommandOf(hc, node, c.id).Label
-	a.mu.Unlock()
-	p.mu.Lock()
-	r.label = label
-	p.mu.Unlock()
-	says := "the whole process freezes just before " + label + ", " + a.lasting(r.cap)
-	if r.m.strike(p.n, says, hc, node) {
-		p.freeze(r.cap, r.until(), counterpart)
-	}
-}
-
-// lostReply is a lost reply armed on a process: the reply to its next Lock command that changes a
-// key (its write lands) never reaches it.
-type lostReply struct {
-	m     *move
-	after time.Duration // how long the client waits for the reply: its read timeout
-}
-
-// loseReply plays a lost reply armed on p, once command cmds of call c to node has been answered
-// with err: if it is the command the reply of which is lost, the client waits for it for its
-// read timeout, then sends the command again, as go-redis does with a command that timed out
-// (MaxRetries); the second answer is the one the caller gets. It returns the answer the caller
-// gets.
-func (p *process) loseReply(ctx context.Context, c *call, node int, cmds []redis.Cmder, err error, changed bool, send func() error) error {
-	if c == nil || c.kind != lockCall || !changed {
-		return err // a command that wrote nothing (refused, or a script the server does not have yet): nothing to lose
-	}
-	inner := payload(cmds)
-	p.mu.Lock()
-	lr := p.lose
-	if lr == nil {
-		p.mu.Unlock()
-		return err
-	}
-	p.lose = nil
-	p.mu.Unlock()
-	a := p.a
-	hc := a.cmds(inner)
-	a.mu.Lock()
-	label := a.ref.CommandOf(hc, node, c.id).Label
-	a.mu.Unlock()
-	lr.m.strike(p.n, fmt.Sprintf("its %s reached the server and did what it does, but the reply is lost on the way back: its client waits %s, times out, and sends the command again (go-redis retries a command that timed out)", label, lr.after), hc, node)
-	if err := p.sleep(ctx, lr.after); err != nil {
-		return fail(cmds, err)
-	}
-	if err := p.leave(ctx, node, inner, c); err != nil {
-		return fail(cmds, err)
-	}
-	_, _, err = a.observe(ctx, p, node, cmds, c, send)
-	return err
 }

@@ -71,11 +71,12 @@ func (s *shop) SetStock(ctx context.Context, n int) error {
 	return nil
 }
 
-// writing plays a pause armed on the process, and returns the context the write goes out with.
+// writing plays a fault armed on the process for its stock write (a pause), and returns the
+// context the write goes out with.
 func (s *shop) writing(ctx context.Context) context.Context {
 	p := s.p
-	if x := p.take(FaultPause); x != nil && x.m.strike(p.n, x.says(p.a), nil, 0) {
-		p.freeze(x.cap, x.until(), counterpart)
+	if x := p.take(atWrite); x != nil && x.m.strike(p.n, x.says, nil, 0) {
+		x.do(&work{s: s, ctx: ctx}, x)
 	}
 	return context.WithoutCancel(ctx)
 }
@@ -149,28 +150,11 @@ func (s *shop) Work(ctx context.Context) error {
 	p, a := s.p, s.p.a
 	a.recordNow(history.Record{Kind: history.RecOrder, What: history.OrderWork, Buyer: p.n, Order: s.o.id})
 	start := time.Now()
-	end := start.Add(max(a.t.Work, s.o.atLeast))
-	var slowed Wait // a slow fault's counterpart: when it has acted, the work is done a beat later
-	cut := false    // a partition struck in this work: it works on until the link is back
+	w := &work{s: s, ctx: ctx, end: start.Add(max(a.t.Work, s.o.atLeast))}
 	for {
-		if x := p.take(FaultError, FaultCrash, FaultSlow, FaultReentrant, FaultPartition); x != nil &&
-			x.m.strike(p.n, x.says(a), nil, 0) {
-			switch x.m.f {
-			case FaultError:
-				a.faulted(s.o)
-				return ErrWork
-			case FaultCrash:
-				p.crash()
-				return ErrCrashed
-			case FaultSlow:
-				end, slowed = time.Now().Add(x.cap), x.until()
-			case FaultReentrant:
-				if err := s.nested(ctx); err != nil {
-					return err
-				}
-			case FaultPartition:
-				p.partition(x.cap, x.until(), counterpart)
-				cut = true
+		if x := p.take(inWork); x != nil && x.m.strike(p.n, x.says, nil, 0) {
+			if err := x.do(w, x); err != nil {
+				return err
 			}
 		}
 		// Work until end; then, if the stage holds this order inside, until the hold opens or
@@ -179,12 +163,12 @@ func (s *shop) Work(ctx context.Context) error {
 		var holdC Wait
 		hold := a.holdOf(s.o)
 		switch holdUntil := start.Add(s.o.holdFor); {
-		case time.Now().Before(end):
-			until = end
+		case time.Now().Before(w.end):
+			until = w.end
 		case hold != nil && time.Now().Before(holdUntil):
 			until, holdC = holdUntil, hold
-		case cut:
-			cut = false
+		case w.cut:
+			w.cut = false
 			if err := p.await(ctx, &p.cut); err != nil {
 				return err
 			}
@@ -195,16 +179,16 @@ func (s *shop) Work(ctx context.Context) error {
 		t := time.NewTimer(time.Until(until))
 		select {
 		case <-t.C:
-		case <-slowed:
+		case <-w.slowed:
 			// The counterpart has acted: one more beat, and the slow work is done.
-			slowed, end = nil, time.Now().Add(a.beat())
+			w.slowed, w.end = nil, time.Now().Add(a.beat())
 		case <-holdC:
 			// What the order waited for happened: it finishes its work, one more Work long,
 			// so the overlap it was held for is wide enough to see.
 			a.unhold(s.o)
-			end = time.Now().Add(a.t.Work)
-			if cap := start.Add(s.o.holdFor); s.o.holdFor < a.holdCap() && end.After(cap) {
-				end = cap
+			w.end = time.Now().Add(a.t.Work)
+			if cap := start.Add(s.o.holdFor); s.o.holdFor < a.holdCap() && w.end.After(cap) {
+				w.end = cap
 			}
 		case <-p.poke:
 		case <-p.dead:
@@ -216,6 +200,15 @@ func (s *shop) Work(ctx context.Context) error {
 		}
 		t.Stop()
 	}
+}
+
+// work is one Work call under way: what a fault striking in it changes.
+type work struct {
+	s      *shop
+	ctx    context.Context
+	end    time.Time // when the work is done, unless a hold keeps the order inside
+	slowed Wait      // a slow fault's counterpart: when it has acted, the work is done a beat later
+	cut    bool      // a partition struck in this work: it works on until the link is back
 }
 
 // holdOf is what keeps o inside after its work, nil if nothing does.
@@ -232,28 +225,6 @@ func (a *Arena) unhold(o *order) {
 	o.hold = nil
 }
 
-// nested is the helper the work calls in the reentrant fault (the articles' service A calling
-// service B): it takes the lock its caller holds, works, and gives it back.
-func (s *shop) nested(ctx context.Context) error {
-	p, a := s.p, s.p.a
-	nctx, cancel := context.WithTimeout(ctx, a.t.TTL/2)
-	defer cancel()
-	ok, err := p.locker.Lock(nctx, a.lockKey)
-	switch {
-	case err != nil:
-		a.reentryFailed(p, "the nested Lock failed: "+err.Error())
-		return ErrReentry
-	case !ok:
-		a.reentryFailed(p, "the nested Lock was refused: the lock is held — by the caller itself")
-		return ErrReentry
-	}
-	a.recordNow(history.Record{Kind: history.RecNested, Buyer: p.n, OK: true})
-	if err := p.sleep(ctx, a.t.TTL/2); err != nil {
-		return err
-	}
-	return p.locker.Unlock(ctx, a.lockKey)
-}
-
 // faulted marks o as failed by the arena's own fault.
 func (a *Arena) faulted(o *order) {
 	a.mu.Lock()
@@ -265,8 +236,4 @@ func (a *Arena) faulted(o *order) {
 // stock it read or wrote (for a sale: what it left), the fencing token it showed.
 func (a *Arena) stockOp(o *order, what string, seq int64, stock int, token int64) {
 	a.recordNow(history.Record{Kind: history.RecStock, What: what, Buyer: o.p.n, Order: o.id, Seq: seq, Stock: stock, Token: token})
-}
-
-func (a *Arena) reentryFailed(p *process, why string) {
-	a.recordNow(history.Record{Kind: history.RecNested, Buyer: p.n, Err: why})
 }

@@ -14,7 +14,7 @@ import (
 
 // Stage is a play's hands on its arena, as hashicorp/raft's testing cluster has Disconnect and
 // Partition: buyers to put on it, the named moves that fault a process at a point defined by what
-// it did (moves.go), and typed waits to sequence them with, all under one long-stop (the play's
+// it did (fault_*.go), and typed waits to sequence them with, all under one long-stop (the play's
 // deadline, or a live session's end). A scripted scenario is a short program of these
 // (internal/scenario), and the terminal lab's fault keys call the same moves on a live session's
 // holder, so a key does what its scenario does.
@@ -119,52 +119,6 @@ func (s *Stage) Holder() *Actor { return s.actor(s.a.Holder()) }
 
 // A BuyerOption sets a buyer up as it comes on the stage.
 type BuyerOption func(*Actor)
-
-// Skewed runs the buyer's wall clock (Proc.Now) d ahead of the machine's, and records it (a
-// clock-skew fault on the buyer), so that the history and every screen drawn from it show whose
-// clock is wrong.
-func Skewed(d time.Duration) BuyerOption {
-	return func(b *Actor) {
-		b.p.mu.Lock()
-		b.p.skew = d
-		b.p.mu.Unlock()
-		b.s.a.recordNow(history.Record{Kind: history.RecFault, What: string(FaultClockSkew), Buyer: b.N,
-			Says: fmt.Sprintf("its wall clock runs %s ahead of the machine's", d)})
-	}
-}
-
-// Greedy makes the buyer the greedy one: from its Unlock of the lock it holds until its next
-// Lock's command to a node is answered, every other process's lock commands to that node wait
-// (at most 4 × TTL; every node once that Lock returns), so after each release its retry reaches
-// Redis first on every node it goes to. Hazard: the head start strikes at a
-// release of what its Lock wrote; a buyer that never released such a lock had none, and the run
-// has no verdict (a ✓ would say its lock let nobody starve, which was never asked), unless its
-// order takes no lock at all.
-func Greedy() BuyerOption {
-	return func(b *Actor) {
-		s := b.s
-		m := s.newMove(FaultGreedy, func(m *move) {
-			if s.a.lockCalls(b.p) == 0 {
-				return // no lock: the shop is judged as it is
-			}
-			s.a.nowhere("the greedy buyer's head start found nowhere to strike: buyer %d never released a lock its Lock wrote", b.N)
-		})
-		s.a.prio.set(b.p, m)
-	}
-}
-
-// MissingLastNode keeps the buyer's link to the last lock node down (a connection refused at
-// once) until it is inside the critical section: a quorum lock it takes holds only the others.
-// On a single node it does nothing.
-func MissingLastNode() BuyerOption {
-	return func(b *Actor) {
-		if len(b.p.lock) < 3 {
-			return
-		}
-		restore := b.p.refuse(len(b.p.lock) - 1)
-		b.s.after(b.Entered(), restore)
-	}
-}
 
 // after runs f once w has happened, or at the long-stop.
 func (s *Stage) after(w Wait, f func()) {

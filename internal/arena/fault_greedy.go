@@ -6,8 +6,39 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep-lab/lockstep/internal/history"
+	"github.com/lockstep-lab/lockstep/steps"
 	"github.com/redis/go-redis/v9"
 )
+
+// FaultGreedy: after each release of its lock, its retry reaches Redis before any other buyer's
+// command.
+const FaultGreedy history.Fault = "greedy"
+
+var _ = addMove(&Move{
+	Fault: FaultGreedy, Rank: 14, On: OnBuyer, Scenario: steps.Greedy,
+	What: "after each release of its lock, its retry reaches Redis before any other buyer's command",
+})
+
+// Greedy makes the buyer the greedy one: from its Unlock of the lock it holds until its next
+// Lock's command to a node is answered, every other process's lock commands to that node wait
+// (at most 4 × TTL; every node once that Lock returns), so after each release its retry reaches
+// Redis first on every node it goes to. Hazard: the head start strikes at a
+// release of what its Lock wrote; a buyer that never released such a lock had none, and the run
+// has no verdict (a ✓ would say its lock let nobody starve, which was never asked), unless its
+// order takes no lock at all.
+func Greedy() BuyerOption {
+	return func(b *Actor) {
+		s := b.s
+		m := s.newMove(FaultGreedy, func(m *move) {
+			if s.a.lockCalls(b.p) == 0 {
+				return // no lock: the shop is judged as it is
+			}
+			s.a.nowhere("the greedy buyer's head start found nowhere to strike: buyer %d never released a lock its Lock wrote", b.N)
+		})
+		s.a.prio.set(b.p, m)
+	}
+}
 
 // priority is the greedy scenario's staging: from the moment the greedy buyer calls Unlock on
 // the lock it holds until its next Lock call has been answered on a node, every other
