@@ -241,7 +241,7 @@ func (s *Session) Play(m Move) (said []string, err error) {
 		if s.cfg.Step.NoLock && sc.Lockless != "" {
 			return nil, fmt.Errorf("%w %s: %s", ErrBadMove, m.Key, sc.Lockless)
 		}
-		if err := sc.Press(b.s, b.act); err != nil {
+		if err := sc.Hit(b.s, b.act); err != nil {
 			return nil, fmt.Errorf("%w %s: %v", ErrBadMove, m.Key, err)
 		}
 		s.played(m)

@@ -13,6 +13,7 @@ var ClockSkew = add(&Scenario{
 	Name: steps.ClockSkew, Column: 14,
 	What:   "a second process whose wall clock runs 3 × TTL ahead asks for the lock while the holder works",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold},
+	Move:   arena.FaultClockSkew,
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		b1 := s.Buyer()

@@ -11,6 +11,7 @@ var Crash = add(&Scenario{
 	Name: steps.Crash, Column: 3,
 	What:   "the first holder's process dies inside the critical section",
 	Judges: []steps.Kind{steps.Stuck},
+	Move:   arena.FaultCrash,
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		b1, b2, b3 := s.Buyer(), s.Buyer(), s.Buyer()
@@ -26,5 +27,4 @@ var Crash = add(&Scenario{
 	Label:       "crash",
 	Help:        "its process dies at once; no deferred code runs",
 	NeedsHolder: true, Pressed: "crashed: its process died, its deferred code will never run",
-	Press: func(s *arena.Stage, h *arena.Actor) error { h.Crash(); return nil },
 })

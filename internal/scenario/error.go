@@ -11,6 +11,7 @@ var Error = add(&Scenario{
 	Name: steps.Error, Column: 2,
 	What:   "the first holder's work returns an error",
 	Judges: []steps.Kind{steps.Stuck},
+	Move:   arena.FaultError,
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		b1, b2, b3 := s.Buyer(), s.Buyer(), s.Buyer()
@@ -26,5 +27,4 @@ var Error = add(&Scenario{
 	Label:       "error",
 	Help:        "its work returns an error",
 	NeedsHolder: true, Pressed: "its work will return an error",
-	Press: func(s *arena.Stage, h *arena.Actor) error { h.FailWork(); return nil },
 })

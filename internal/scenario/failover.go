@@ -15,7 +15,8 @@ var Failover = add(&Scenario{
 	Name: steps.Failover, Column: 8,
 	What:   "the lock primary dies after the holder's lock write, before replication; replica promoted",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold},
-	Lease:  4, Floor: true, Needs: replica,
+	Move:   arena.FaultFailover,
+	Lease:  4, Floor: true,
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		b1, b2 := s.Buyer(), s.Buyer()
@@ -30,9 +31,9 @@ var Failover = add(&Scenario{
 	Help:     "the next lock write skips the replica, then the primary dies, and that holder stays inside until another buyer is in",
 	Lockless: "this step takes no lock, so there is no lock write to lose — nothing armed",
 	Pressed:  "failover armed: the next lock write will not reach the replica, then the primary dies, and that holder stays inside until another buyer is in",
-	Press:    func(s *arena.Stage, h *arena.Actor) error { return s.FailoverAfterLockWrite(h) }, // h: nil live (anyone's next lock write), the chosen buyer in drive mode
 	// a fair lock failed over while buyers wait in its line keeps them behind the stricken holder
 	// (the replica's line names it first) until its lease guard stops it: the key waits for a
 	// lock nobody waits for, as the scenario plays it
 	Quiet: true,
+	Armed: "failover armed: the next lock write will not reach B",
 })

@@ -13,6 +13,7 @@ var Greedy = add(&Scenario{
 	Name: steps.Greedy, Column: 12,
 	What:   "one buyer orders again the instant its order returns; after each release its retry reaches Redis first",
 	Judges: []steps.Kind{steps.Starved},
+	Move:   arena.FaultGreedy,
 	Stock:  6,
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL

@@ -20,6 +20,7 @@ var LostReply = add(&Scenario{
 	Name: steps.LostReply, Column: 15,
 	What:   "the holder's lock write lands, but its reply is lost: its client times out and sends it again",
 	Judges: []steps.Kind{steps.Stuck, steps.LostSales},
+	Move:   arena.FaultLostReply,
 	// A lease of 4 × TTL: the aspect's 30 short tries are 0.3 of it plus 30 round trips, and on a
 	// real server under load the round trips alone came to a TTL (side_aspect ✓ there once).
 	Lease: 4,
@@ -36,5 +37,4 @@ var LostReply = add(&Scenario{
 	Help:        "the reply to its next lock write is lost: the write lands, its client times out (TTL/4) and sends it again",
 	Lockless:    "this step takes no lock, so there is no lock reply to lose — nothing armed",
 	NeedsHolder: true, Pressed: "the reply to its next lock write will be lost: the write lands, its client times out and sends it again",
-	Press: func(s *arena.Stage, h *arena.Actor) error { h.LoseLockReply(); return nil },
 })

@@ -12,6 +12,7 @@ var Pause = add(&Scenario{
 	Name: steps.Pause, Column: 7,
 	What:   "the holder freezes (stop-the-world) just before its stock write, until a second buyer who comes 2.4 × TTL later is in",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRenewal},
+	Move:   arena.FaultPause,
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		b1, b2 := s.Buyer(), s.Buyer()
@@ -25,5 +26,4 @@ var Pause = add(&Scenario{
 	Label:       "pause",
 	Help:        "stop-the-world just before its stock write leaves, until another buyer gets in or, a TTL on, still finds the lock taken (at most 6 × TTL)",
 	NeedsHolder: true, Pressed: "will stop the world just before its stock write leaves, until another buyer gets in (at most 6 × TTL)",
-	Press: func(s *arena.Stage, h *arena.Actor) error { h.PauseBeforeWrite(); return nil },
 })

@@ -12,6 +12,7 @@ var Reentrant = add(&Scenario{
 	Name: steps.Reentrant, Column: 6,
 	What:   "the work calls a helper that takes the same lock again",
 	Judges: []steps.Kind{steps.ReentryFailed, steps.Overlap},
+	Move:   arena.FaultReentrant,
 	Lease:  4,
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
@@ -28,5 +29,4 @@ var Reentrant = add(&Scenario{
 	Label:       "nested",
 	Help:        "its work calls a helper that takes the same lock",
 	NeedsHolder: true, Pressed: "its work calls a helper that takes the same lock again",
-	Press: func(s *arena.Stage, h *arena.Actor) error { h.NestedLock(); return nil },
 })

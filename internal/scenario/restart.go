@@ -16,7 +16,8 @@ var Restart = add(&Scenario{
 	Name: steps.Restart, Column: 13,
 	What:   "a lock node restarts without persistence and forgets the lock while its holder works",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold},
-	Lease:  4, Floor: true, Needs: owned,
+	Move:   arena.FaultRestart,
+	Lease:  4, Floor: true,
 	Play: func(s *arena.Stage) {
 		b1 := s.Buyer(arena.MissingLastNode())
 		b2 := s.Buyer()

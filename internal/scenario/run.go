@@ -23,10 +23,8 @@ func Run(ctx context.Context, cfg arena.Config, name steps.Scenario) (*referee.R
 
 // Run plays sc against cfg.Step: see the package's Run.
 func (sc *Scenario) Run(ctx context.Context, cfg arena.Config) (*referee.Report, error) {
-	if sc.Needs != nil {
-		if err := sc.Needs(cfg.Env); err != nil {
-			return nil, err
-		}
+	if err := sc.needs(cfg.Env); err != nil {
+		return nil, err
 	}
 	if err := lacking(ctx, cfg); err != nil {
 		return nil, err

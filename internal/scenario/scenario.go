@@ -44,8 +44,9 @@ type Scenario struct {
 	// Deadline is the longest one play may take, in TTLs of the step (0: 30); it grows as the
 	// lease does.
 	Deadline int
-	// Needs says why the scenario cannot be played on env (nil: it can).
-	Needs func(env redisenv.Env) error
+	// Move is the fault it stages (arena.Moves; "" for none): what it needs of a backend is the
+	// move's (Move.Needs), and its key plays the move.
+	Move history.Fault
 	// EachGap plays the program once per gap of the holder's Unlock (unlock-race): Stage.Try is
 	// the gap, and the verdict is every play's together.
 	EachGap bool
@@ -55,12 +56,11 @@ type Scenario struct {
 	Play func(s *arena.Stage)
 
 	// Key is the terminal lab's key for Press ("" if it has none), Label its word in the footer
-	// and Help what it does, for the help screen. Press plays the scenario's move on a live
-	// session, at its holder (nil for a move armed for whoever comes next), Pressed says what it
-	// did, for the status line, and Lockless why it does nothing on a step that takes no lock
+	// and Help what it does, for the help screen. The key plays the scenario's Move on a live
+	// session, at its holder (nil for a move armed for whoever comes next): Hit. Pressed says what
+	// it did, for the status line, and Lockless why it does nothing on a step that takes no lock
 	// ("" when it acts all the same).
 	Key, Label, Help string
-	Press            func(s *arena.Stage, holder *arena.Actor) error
 	Pressed          string
 	Lockless         string
 	// NeedsHolder is false for a key that arms a move for whoever comes next (a failover).
@@ -68,6 +68,48 @@ type Scenario struct {
 	// Quiet: the key holds new orders until none is under way, arms its move, then lets them come
 	// again one after another (arena.Live.Quiet), as its scenario stages a lock nobody waits for.
 	Quiet bool
+	// Armed is what the lock's topology says while the key's move waits for its lock write ("":
+	// the key strikes, or arms nothing the topology shows).
+	Armed string
+	// Follows is what the status line adds of what came of the key (FollowsOverlap: an overlap
+	// or violation the buyer is in, as for every key).
+	Follows Follow
+}
+
+// A Follow is what the terminal lab's status line follows of what came of a key, beyond the
+// overlaps and violations of the buyer it hit.
+type Follow int
+
+// The follows.
+const (
+	FollowsOverlap     Follow = iota // only the overlaps and violations
+	FollowsSecondOrder               // the second order the key started: whether it waited its turn
+	FollowsUnsold                    // an order of the buyer that returned without selling (a lease guard stopped it)
+)
+
+// move is the arena's move sc stages, nil for none.
+func (sc *Scenario) move() *arena.Move { return arena.MoveOf(sc.Move) }
+
+// needs says why sc cannot be played on env (nil: it can).
+func (sc *Scenario) needs(env redisenv.Env) error {
+	if m := sc.move(); m != nil && m.Needs != nil {
+		return m.Needs(env)
+	}
+	return nil
+}
+
+// Hit plays sc's key on stage s at holder h (nil: whoever comes next): its move struck at once
+// where the move can (Move.Now), else armed (Move.Arm), as its Play arms it.
+func (sc *Scenario) Hit(s *arena.Stage, h *arena.Actor) error {
+	m := sc.move()
+	if m == nil {
+		return fmt.Errorf("scenario %s stages no move for its key to play", sc.Name)
+	}
+	if m.Now != nil {
+		m.Now(s, h)
+		return nil
+	}
+	return m.Arm(s, h, 0)
 }
 
 var all []*Scenario
@@ -130,22 +172,6 @@ func Fill(h *history.History) {
 }
 
 // — what a scenario needs of its backend —
-
-// replica is Needs for a scenario that fails a lock node over.
-func replica(env redisenv.Env) error {
-	if !env.Nodes()[0].CanFailover() {
-		return fmt.Errorf("%w: failover needs a lock replica to promote, and the %s backend has a single node", arena.ErrCannotStage, env.Backend())
-	}
-	return nil
-}
-
-// owned is Needs for a scenario that restarts a lock node.
-func owned(env redisenv.Env) error {
-	if !env.Nodes()[0].CanRestart() {
-		return fmt.Errorf("%w: restart needs a lock node the lab owns, and the %s backend is a server it does not", arena.ErrCannotStage, env.Backend())
-	}
-	return nil
-}
 
 // lacking is why cfg's step cannot be played on cfg's lock nodes, wrapping ErrCannotStage: a
 // command it needs (Step.Needs) that a node's server does not run. It asks before anything is
@@ -260,7 +286,7 @@ func Press(l *arena.Live, sc *Scenario) (int, error) {
 			return 0, arena.ErrNoHolder
 		}
 	}
-	press := func() error { return sc.Press(s, h) }
+	press := func() error { return sc.Hit(s, h) }
 	if sc.Quiet {
 		cap := 6 * l.Arena().Timing().TTL
 		if err := l.Quiet(cap, press); err != nil {

@@ -12,6 +12,7 @@ var Slow = add(&Scenario{
 	Name: steps.Slow, Column: 4,
 	What:   "the first holder's work goes on, process alive, until a second buyer who comes 2.4 × TTL later is in",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold, steps.ForeignRelease, steps.ForeignRenewal},
+	Move:   arena.FaultSlow,
 	Play: func(s *arena.Stage) {
 		T := s.Unit().TTL
 		b1, b2 := s.Buyer(), s.Buyer()
@@ -25,5 +26,4 @@ var Slow = add(&Scenario{
 	Label:       "slow",
 	Help:        "its work goes on, the process alive, until another buyer gets in or, a TTL on, still finds the lock taken (at most 6 × TTL)",
 	NeedsHolder: true, Pressed: "its work now goes on until another buyer gets in (at most 6 × TTL)",
-	Press: func(s *arena.Stage, h *arena.Actor) error { h.SlowWork(); return nil },
 })

@@ -12,6 +12,7 @@ var TwoRequests = add(&Scenario{
 	Name: steps.TwoRequests, Column: 11,
 	What:   "one process serves two orders at once with one Locker (two goroutines of one server)",
 	Judges: []steps.Kind{steps.Overlap, steps.Oversold},
+	Move:   arena.FaultSecond,
 	Play: func(s *arena.Stage) {
 		b1 := s.Buyer()
 		b1.SecondRequest()
@@ -21,5 +22,5 @@ var TwoRequests = add(&Scenario{
 	Label:       "2nd request",
 	Help:        "its process starts a second order at once with the same Locker, as a server serves two requests: does the lock tell them apart?",
 	NeedsHolder: true, Pressed: "its process starts a second order now, with the same Locker (a second request)",
-	Press: func(s *arena.Stage, h *arena.Actor) error { h.SecondRequest(); return nil },
+	Follows: FollowsSecondOrder,
 })

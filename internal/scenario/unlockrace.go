@@ -13,6 +13,7 @@ var UnlockRace = add(&Scenario{
 	Name: steps.UnlockRace, Column: 5,
 	What:    "the holder freezes just before a command of its Unlock that touches its lock, until a second buyer who comes after its lease ran out is in",
 	Judges:  []steps.Kind{steps.ForeignRelease},
+	Move:    arena.FaultUnlockRace,
 	EachGap: true,
 	Play: func(s *arena.Stage) {
 		t := s.Unit()
@@ -27,5 +28,4 @@ var UnlockRace = add(&Scenario{
 	Label:       "unlock-race",
 	Help:        "it freezes just before the command that deletes its lock, until another buyer gets in or, a TTL on, still finds the lock taken (at most 4 × TTL)",
 	NeedsHolder: true, Pressed: "will freeze just before the command that deletes its lock, until another buyer gets in (at most 4 × TTL)",
-	Press: func(s *arena.Stage, h *arena.Actor) error { h.FreezeBeforeUnlockCommand(0); return nil },
 })
