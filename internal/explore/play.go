@@ -93,32 +93,11 @@ func (p Program) tail(s *arena.Stage) {
 	}
 }
 
-// arm arms o's fault on buyer a, for its next order.
+// arm arms o's fault on buyer a, for its next order. A node move the backend cannot stage never
+// strikes, and the run says so.
 func arm(s *arena.Stage, a *arena.Actor, o Order) {
-	switch o.Fault {
-	case arena.FaultError:
-		a.FailWork()
-	case arena.FaultCrash:
-		a.CrashInWork()
-	case arena.FaultSlow:
-		a.SlowWork()
-	case arena.FaultPause:
-		a.PauseBeforeWrite()
-	case arena.FaultUnlockRace:
-		a.FreezeBeforeUnlockCommand(o.Gap)
-	case arena.FaultReentrant:
-		a.NestedLock()
-	case arena.FaultPartition:
-		a.CutInWork()
-	case arena.FaultSecond:
-		a.SecondRequest()
-	case arena.FaultLostReply:
-		a.LoseLockReply()
-	case arena.FaultFailover:
-		// A backend without a replica cannot: the fault never strikes, and the run says so.
-		_ = s.FailoverAfterLockWrite(a)
-	case arena.FaultRestart:
-		_ = s.RestartAfterLockWrite(a)
+	if m := arena.MoveOf(o.Fault); m != nil && m.Arm != nil {
+		_ = m.Arm(s, a, o.Gap)
 	}
 }
 

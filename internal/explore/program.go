@@ -80,33 +80,44 @@ type Order struct {
 
 // FaultMissing is a buyer whose link to the last lock node is down until it is inside
 // (Buyer.Missing): on a quorum lock, it holds a bare majority.
-const FaultMissing history.Fault = "missing-node"
+const FaultMissing = arena.FaultMissing
 
-// OrderFaults are the moves a program may arm on an order, in the arena's names.
-var OrderFaults = []history.Fault{
-	arena.FaultError, arena.FaultCrash, arena.FaultSlow, arena.FaultPause, arena.FaultUnlockRace,
-	arena.FaultFailover, arena.FaultReentrant, arena.FaultPartition, arena.FaultSecond,
-	arena.FaultRestart, arena.FaultLostReply,
+// OrderFaults are the moves a program may arm on an order, in the arena's names and order: every
+// explored move that strikes in an order or on a node.
+var OrderFaults = faults(func(m *arena.Move) bool { return m.Arm != nil })
+
+// Faults is every fault a program may have: the moves armed on an order, and those a buyer is
+// set up with (a wall clock 3/8 TTL ahead, a missing lock node).
+var Faults = faults(func(m *arena.Move) bool { return true })
+
+// faults is every explored move that keep says yes to, in the arena's order.
+func faults(keep func(m *arena.Move) bool) []history.Fault {
+	var out []history.Fault
+	for _, m := range arena.Moves() {
+		if m.Explored && keep(m) {
+			out = append(out, m.Fault)
+		}
+	}
+	return out
 }
 
-// Faults is every fault a program may have: the moves armed on an order, and the two a buyer is
-// set up with (a wall clock 3/8 TTL ahead, a missing lock node).
-var Faults = append(slices.Clone(OrderFaults), arena.FaultClockSkew, FaultMissing)
-
 // node reports whether f strikes a lock node rather than the process (one such move a program).
-func node(f history.Fault) bool { return f == arena.FaultFailover || f == arena.FaultRestart }
+func node(f history.Fault) bool {
+	m := arena.MoveOf(f)
+	return m != nil && m.On == arena.OnNode
+}
 
 // last reports whether f must be its buyer's last order: a crash ends the process, and a second
 // request adds an order of its own.
-func last(f history.Fault) bool { return f == arena.FaultCrash || f == arena.FaultSecond }
+func last(f history.Fault) bool {
+	m := arena.MoveOf(f)
+	return m != nil && m.Last
+}
 
 // ScenarioOf is the matrix's scenario that stages f, as a grade's row shows it.
 func ScenarioOf(f history.Fault) vocab.Scenario {
-	switch f {
-	case arena.FaultSecond:
-		return "two-requests"
-	case FaultMissing:
-		return "restart" // a quorum's restart scenario is staged with a missing node
+	if m := arena.MoveOf(f); m != nil {
+		return m.Scenario
 	}
 	return vocab.Scenario(f)
 }
