@@ -29,7 +29,8 @@ type board struct {
 	owner                                      int             // the lock's owner: on a quorum, the buyer holding a majority
 	nodes                                      []nodeView      // each lock node as the events tell it (nodes.go)
 	overlapLogged                              map[[2]int]bool // pairs of buyers whose overlap the log has said
-	armed, failedOver                          bool
+	armed                                      string          // what the topology says of a move armed by a key (Scenario.Armed), "" for none
+	failedOver                                 bool
 	viol                                       map[steps.Kind]string        // the referee's sentence for each kind it found
 	violAt                                     map[steps.Kind]time.Duration // when it said it
 	violWho                                    map[steps.Kind][]int         // the buyers it names

@@ -104,7 +104,7 @@ func (p *arenaPane) View() string {
 	}
 	nodes := a.nodeLines(w)
 	foot := p.footer(w)
-	topoNeeded := (a.armed || a.failedOver) && !a.multi()
+	topoNeeded := (a.armed != "" || a.failedOver) && !a.multi()
 	free := h - len(foot) - len(status) - 2 - 2 - len(a.nodeLanes) - len(inv) - len(lesson) - len(rew) - len(story) // shop, lock; ruler, lock lanes
 	if topoNeeded {
 		free--

@@ -11,7 +11,6 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/arena"
 	"github.com/lockstep-lab/lockstep/internal/referee"
 	"github.com/lockstep-lab/lockstep/internal/scenario"
-	"github.com/lockstep-lab/lockstep/steps"
 )
 
 // injectMsg is what a fault key did, with a reading of the lock taken right after it, so the
@@ -119,12 +118,12 @@ func (m *model) injected(msg injectMsg) {
 	m.ar.setLock(msg.lock)
 	m.msg = injectAnswer(msg, m.ar.noLock, m.arenaP.keys.faultKey(msg.sc.Name).Help().Key)
 	m.after = nil
-	if msg.sc.Name == steps.Failover && msg.err == nil {
-		m.ar.armed = true
+	if msg.sc.Armed != "" && msg.err == nil {
+		m.ar.armed = msg.sc.Armed
 	}
 	if msg.err == nil && msg.who != 0 {
-		m.after = &aftermath{gen: m.gen, sc: msg.sc.Name, who: msg.who, said: m.msg}
-		if msg.sc.Name == steps.TwoRequests {
+		m.after = &aftermath{gen: m.gen, follows: msg.sc.Follows, who: msg.who, said: m.msg}
+		if msg.sc.Follows == scenario.FollowsSecondOrder {
 			m.after.seen(m.ar, msg.who)
 		}
 	}
@@ -134,7 +133,7 @@ func (m *model) injected(msg injectMsg) {
 // status line (said), so cause and effect are read together when the log is off screen.
 type aftermath struct {
 	gen, who int
-	sc       steps.Scenario
+	follows  scenario.Follow
 	said     string
 	second   int   // a second request: its order's number, once it started
 	others   []int // and the buyer's other orders under way then
@@ -148,14 +147,13 @@ func (af *aftermath) then(e referee.Event, a *board) string {
 		return e.Sentence
 	case e.Kind == referee.EvViolation && (e.Buyer == af.who || e.Other == af.who):
 		return e.Sentence
-	case af.sc == steps.TwoRequests && e.Kind == referee.EvStart && e.Buyer == af.who && af.second == 0:
+	case af.follows == scenario.FollowsSecondOrder && e.Kind == referee.EvStart && e.Buyer == af.who && af.second == 0:
 		af.second = e.Order
-	case af.sc == steps.TwoRequests && e.Kind == referee.EvEnter && e.Buyer == af.who && e.Order == af.second && len(af.others) > 0 &&
+	case af.follows == scenario.FollowsSecondOrder && e.Kind == referee.EvEnter && e.Buyer == af.who && e.Order == af.second && len(af.others) > 0 &&
 		!slices.ContainsFunc(af.others, func(k int) bool { return a.pic.Under(af.who, k) }):
 		// the referee says nothing of a lock that made a request wait: the picture does
 		return fmt.Sprintf("buyer %d's second order waited its turn: it went in only once its other order had returned", af.who)
-	case af.sc == steps.Partition && e.Kind == referee.EvDone && e.Buyer == af.who && !e.Sold:
-		// a lease guard stopped the order (12+): it returns without writing
+	case af.follows == scenario.FollowsUnsold && e.Kind == referee.EvDone && e.Buyer == af.who && !e.Sold:
 		return e.Words()
 	}
 	return ""

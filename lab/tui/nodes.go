@@ -98,7 +98,7 @@ func (a *board) lockEvent(e referee.Event) {
 		a.logf(e.At, "%s, in the %s", e.Words(), a.loss)
 	case referee.EvFailover:
 		if e.OK {
-			a.failedOver, a.armed, a.loss, nv.fate = true, false, "failover", "failed over"
+			a.failedOver, a.armed, a.loss, nv.fate = true, "", "failover", "failed over"
 		}
 		a.logf(e.At, "%s", e.Words())
 	case referee.EvRestart:

@@ -67,8 +67,8 @@ func (a *board) topoLine() string {
 		return head + "a single lock server, no replica"
 	case a.failedOver:
 		return head + sWarn.Render("A died → B (the replica) is primary, without the last lock write")
-	case a.armed:
-		return head + "primary A · replica B · " + sWarn.Render("failover armed: the next lock write will not reach B")
+	case a.armed != "":
+		return head + "primary A · replica B · " + sWarn.Render(a.armed)
 	}
 	return head + "primary A · replica B, in sync"
 }

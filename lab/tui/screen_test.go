@@ -163,8 +163,8 @@ func TestHeaderSaysThePaceOneWay(t *testing.T) {
 func TestStepOneCannotFailOver(t *testing.T) {
 	m := liveArena(t, 0)
 	press(m, "f")
-	if m.ar.armed || !strings.Contains(m.msg, "takes no lock") || strings.Contains(m.View(), "armed:") {
-		t.Fatalf("f on step 1: armed %v, msg %q", m.ar.armed, m.msg)
+	if m.ar.armed != "" || !strings.Contains(m.msg, "takes no lock") || strings.Contains(m.View(), "armed:") {
+		t.Fatalf("f on step 1: armed %q, msg %q", m.ar.armed, m.msg)
 	}
 	press(m, "i")
 	if !strings.Contains(m.msg, "partition: this step takes no lock") {
