@@ -172,6 +172,23 @@ func TestStepOneCannotFailOver(t *testing.T) {
 	}
 }
 
+// TestArmedKeyOnTheTopology: a key whose move waits for a lock write (the failover's) puts its
+// scenario's Armed words on the topology line, and the failover it waited for takes them off.
+func TestArmedKeyOnTheTopology(t *testing.T) {
+	m := liveArena(t, 8) // 09_lua_unlock
+	if !m.ar.canFail {
+		t.Fatal("the embedded backend has no replica: no failover to arm")
+	}
+	m.injected(injectMsg{gen: m.gen, sc: scenario.Failover})
+	if want := scenario.Failover.Armed; want == "" || !strings.Contains(m.ar.topoLine(), want) {
+		t.Fatalf("f armed: the topology says %q, want %q in it", m.ar.topoLine(), want)
+	}
+	m.ar.apply(referee.Event{Kind: referee.EvFailover, OK: true})
+	if l := m.ar.topoLine(); strings.Contains(l, "armed") || !strings.Contains(l, "A died") {
+		t.Fatalf("failed over: the topology says %q", l)
+	}
+}
+
 // TestNewFaultKeys: the partition and second-request keys are in the live footer and in help,
 // at 80 columns too, and their answers say what happened to whom.
 func TestNewFaultKeys(t *testing.T) {
