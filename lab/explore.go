@@ -43,6 +43,7 @@ var errTwoStories = errors.New("the same program told two stories")
 type exploreFlags struct {
 	seed    uint64
 	budget  time.Duration
+	progs   int // the most programs to play (0: as many as the budget allows)
 	buyers  int
 	nodes   int
 	asJSON  bool
@@ -60,7 +61,7 @@ type exploreFlags struct {
 // map of what broke the lock, 0 when nothing did within the budget, 2 on bad input, 3 when -check
 // saw a program tell two stories.
 func exploreCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("explore", "lab explore [-seed 1] [-budget 60s] [-buyers 3] [-faults LIST] [-kinds LIST] [-first] [-check] [-nodes 1] [-json] [-save FILE] [-html FILE] STEP|DIR\n"+
+	fs := newFlags("explore", "lab explore [-seed 1] [-budget 60s] [-programs N] [-buyers 3] [-faults LIST] [-kinds LIST] [-first] [-check] [-nodes 1] [-json] [-save FILE] [-html FILE] STEP|DIR\n"+
 		"       lab explore -replay FILE [-check] [-json]\n"+
 		"       lab explore -program FILE|JSON [-check] [-json] STEP|DIR\n\n"+
 		"Plays random programs against a step of the catalog (04, 13_pubsub…) or your lock's package in DIR:\n"+
@@ -76,6 +77,7 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 	var f exploreFlags
 	fs.Uint64Var(&f.seed, "seed", 1, "the first program's seed (program i is seed+i)")
 	fs.DurationVar(&f.budget, "budget", 60*time.Second, "wall time for playing programs (the build and shrinking come on top)")
+	fs.IntVar(&f.progs, "programs", 0, "play at most this many programs (0: as many as -budget allows): the same programs, so the same map, on any machine")
 	fs.IntVar(&f.buyers, "buyers", 3, "the most buyers a program has (1…8)")
 	fs.IntVar(&f.nodes, "nodes", 1, "lock nodes each process gets, for DIR (Proc.Nodes): 3 for a quorum lock")
 	fs.StringVar(&f.faults, "faults", "", "the faults a program may have, comma-separated (default every one: "+faultNames(explore.Faults)+"); \"none\" for none")
@@ -150,10 +152,12 @@ func exploreCmd(args []string, stdout, stderr io.Writer) error {
 
 // exploreRequest checks explore's flags and turns them into the request the explorer reads.
 func exploreRequest(f exploreFlags, set map[string]bool) (explore.Request, error) {
-	req := explore.Request{Seed: f.seed, Budget: f.budget, Buyers: f.buyers, First: f.first, Check: f.check}
+	req := explore.Request{Seed: f.seed, Budget: f.budget, Programs: f.progs, Buyers: f.buyers, First: f.first, Check: f.check}
 	switch {
 	case f.budget <= 0:
 		return req, usageError("-budget %v: want a positive duration, e.g. 60s", f.budget)
+	case f.progs < 0:
+		return req, usageError("-programs %d: want a number of programs, or 0 for as many as -budget allows", f.progs)
 	case f.buyers < 1 || f.buyers > 8:
 		return req, usageError("-buyers %d: want 1…8", f.buyers)
 	case f.nodes < 1 || f.nodes > 9:

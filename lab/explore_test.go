@@ -66,7 +66,7 @@ func TestExploreCopyOf09(t *testing.T) {
 	dir := sharedCopy(t, "09_lua_unlock", "README.md")
 	saved := filepath.Join(t.TempDir(), "found.json")
 	page := filepath.Join(t.TempDir(), "found.html")
-	code, out, errs := exploreLab(t, "-budget", "20s", "-save", saved, "-html", page, dir)
+	code, out, errs := exploreLab(t, "-programs", "20", "-save", saved, "-html", page, dir)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errs)
 	}

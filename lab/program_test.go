@@ -16,7 +16,7 @@ import (
 func exploredProgram(t *testing.T) string {
 	t.Helper()
 	saved := filepath.Join(t.TempDir(), "found.json")
-	if code, out, errs := exploreLab(t, "-budget", "20s", "-save", saved, "04"); code != 1 {
+	if code, out, errs := exploreLab(t, "-programs", "20", "-save", saved, "04"); code != 1 {
 		t.Fatalf("explore 04: exit %d, want 1 (a break)\n%s\n%s", code, out, errs)
 	}
 	return saved

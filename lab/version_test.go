@@ -99,7 +99,7 @@ func TestDownloadedLab(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "verdict: ✗ overlap, oversold, foreign-release") || strings.Contains(errs, "building") {
 		t.Errorf("lab run -step 04 -scenario slow: exit %d, want 0, the packed grader's overlap and no build\n%s%s", code, out, errs)
 	}
-	code, out, errs = labRun("explore", "-budget", "10s", "04")
+	code, out, errs = labRun("explore", "-programs", "20", "04")
 	if code != 1 || !strings.Contains(out, "04_atomic_ttl broke (") {
 		t.Errorf("lab explore 04: exit %d, want 1 and a break\n%s%s", code, out, errs)
 	}
