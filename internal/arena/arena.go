@@ -73,9 +73,13 @@ type Arena struct {
 
 	mu        sync.Mutex // guards what follows, procs and the orders
 	procs     []*process
-	nextOrder int // the last order id handed out
-	nextCall  int // the last call id handed out
-	ref       *referee.Referee
+	nextOrder int              // the last order id handed out
+	nextCall  int              // the last call id handed out
+	ref       *referee.Referee // fed every record (record); asked only for the history and the verdict
+	// live is what the stage asks while the run plays (who is inside, who holds, the shelf): the
+	// records' facts, never a verdict (referee.Live), so a change to judging cannot change how a
+	// scenario plays.
+	live      referee.Live
 	sig       *signals  // the events as channels, for the stages' waits
 	armed     []armedOn // node moves waiting for a holder's Lock
 	handsOver bool      // a Lock was handed the lock another process wrote for it (a fair queue)
@@ -134,6 +138,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		h.Nodes = append(h.Nodes, n.Name())
 	}
 	a.ref = referee.NewReferee(h, a.emit)
+	a.live = a.ref.Live()
 	for i, n := range cfg.Env.Nodes() {
 		w, err := n.Watch(pre, inventoryKeys)
 		if err != nil {
@@ -189,10 +194,21 @@ func (a *Arena) recordNow(rec history.Record) {
 	a.record(rec)
 }
 
-// emit hands e to the subscriber, and kicks the idle probe when the lock comes free. Callers hold
-// a.mu. Hazard: a free the referee learns of late (a rewrite to "free" it takes for the release
-// once the next Lock took the lock) has no moment left to probe: its gap has the grace alone.
+// emit hands e to the subscriber, and to the stage if it is a fact (referee.Event.Staging): the
+// stage's waits, and the idle probe when the lock comes free. Callers hold a.mu.
 func (a *Arena) emit(e referee.Event) {
+	if e.Staging() { // a finding of the referee's checkers is never one: the stage never waits on it
+		a.stage(e)
+	}
+	if a.onEvent != nil {
+		a.onEvent(e)
+	}
+}
+
+// stage takes a fact the referee read. Hazard: a free the referee learns of late (a rewrite to
+// "free" it takes for the release once the next Lock took the lock) has no moment left to probe:
+// its gap has the grace alone.
+func (a *Arena) stage(e referee.Event) {
 	if e.Kind == referee.EvFree && a.idle != nil && e.Due >= e.At {
 		a.idle.kick(e.Due)
 	}
@@ -200,9 +216,6 @@ func (a *Arena) emit(e referee.Event) {
 		a.handsOver = true
 	}
 	a.sig.see(e, len(a.procs))
-	if a.onEvent != nil {
-		a.onEvent(e)
-	}
 }
 
 // addBuyer starts a new process.
@@ -276,7 +289,7 @@ func (a *Arena) crashed(p *process) {
 func (a *Arena) Holder() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if h := a.ref.Inside(); h != 0 && !a.ref.Releasing(h) {
+	if h := a.live.Inside(); h != 0 && !a.live.Releasing(h) {
 		return h
 	}
 	return 0
@@ -296,11 +309,11 @@ func (a *Arena) TimedOut(what string) {
 	a.recordNow(history.Record{Kind: history.RecTimeout, What: what})
 }
 
-// SoldOut reports whether buyers should stop ordering (referee.SoldOut).
+// SoldOut reports whether buyers should stop ordering (referee.Live.SoldOut).
 func (a *Arena) SoldOut() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.ref.SoldOut()
+	return a.live.SoldOut()
 }
 
 // History is the run so far, as data.
@@ -315,7 +328,7 @@ func (a *Arena) History() *history.History {
 // first.
 func (a *Arena) Report(ctx context.Context) *referee.Report {
 	a.mu.Lock()
-	timedOut := a.ref.NoVerdict()
+	timedOut := a.live.NoVerdict()
 	a.mu.Unlock()
 	if !timedOut {
 		a.probe(ctx)

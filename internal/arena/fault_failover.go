@@ -78,7 +78,7 @@ func (a *Arena) holdBeforeLockWrite(e *nodeEye, p *process, c *call, cmds []redi
 	}
 	inner := payload(cmds)
 	a.mu.Lock()
-	_, _, taken := a.ref.HeldKey(e.i)
+	_, _, taken := a.live.HeldKey(e.i)
 	who := e.holdFor == 0 || e.holdFor == p.n
 	acquire := c.kind == lockCall && !taken && mayWriteAny(inner)
 	handOver := c.kind == unlockCall && a.handsOver && mayDeleteAny(inner, a.prefix, c.holdKeys[e.i])

@@ -67,7 +67,7 @@ func (p *process) loseReply(ctx context.Context, c *call, node int, cmds []redis
 	a := p.a
 	hc := a.cmds(inner)
 	a.mu.Lock()
-	label := a.ref.CommandOf(hc, node, c.id).Label
+	label := a.live.CommandOf(hc, node, c.id).Label
 	a.mu.Unlock()
 	lr.m.strike(p.n, fmt.Sprintf("its %s reached the server and did what it does, but the reply is lost on the way back: its client waits %s, times out, and sends the command again (go-redis retries a command that timed out)", label, lr.after), hc, node)
 	if err := p.sleep(ctx, lr.after); err != nil {

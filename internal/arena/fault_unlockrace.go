@@ -115,7 +115,7 @@ func (p *process) unlockRace(c *call, node int, cmds []redis.Cmder) {
 	a := p.a
 	hc := a.cmds(cmds)
 	a.mu.Lock()
-	label := a.ref.CommandOf(hc, node, c.id).Label
+	label := a.live.CommandOf(hc, node, c.id).Label
 	a.mu.Unlock()
 	p.mu.Lock()
 	r.label = label

@@ -146,7 +146,7 @@ func (p *process) callBegan(ctx context.Context, kind callKind) *call {
 	rec := history.Record{Kind: history.RecCall, What: history.CallLock, Buyer: p.n, Call: c.id}
 	if kind == unlockCall {
 		rec.What = history.CallUnlock
-		c.holdKeys = a.ref.HoldKeys(p.n)
+		c.holdKeys = a.live.HoldKeys(p.n)
 	} else {
 		p.lockCalls++
 	}

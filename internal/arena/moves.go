@@ -286,7 +286,7 @@ func (a *Arena) afterLock(p *process, ok bool) {
 	kept := a.armed[:0]
 	for _, x := range a.armed {
 		e := a.nodes[x.x.node]
-		holds := ok && len(a.ref.HoldKeys(p.n)[x.x.node]) > 0
+		holds := ok && len(a.live.HoldKeys(p.n)[x.x.node]) > 0
 		refused := !ok && x.x.afterHeld && e.held && e.heldBy == p.n
 		if (x.x.buyer == nil || x.x.buyer.p == p) && (holds || refused) {
 			due = append(due, x)

@@ -263,7 +263,7 @@ func (a *Arena) nodeChange(e *nodeEye, what string, change func(context.Context)
 		have[kv.Key] = kv
 	}
 	var lost []history.KeyChange
-	for key, value := range a.ref.Values(e.i) {
+	for key, value := range a.live.Values(e.i) {
 		if kv, ok := have[key]; !ok || kv.Value.Print != value {
 			lost = append(lost, history.KeyChange{Key: key, Before: value, After: kv.Value.Print, TTL: kv.TTL})
 		}
@@ -316,7 +316,7 @@ func (a *Arena) lockOn(ctx context.Context, e *nodeEye) LockState {
 	e.turn.Lock()
 	defer e.turn.Unlock()
 	a.mu.Lock()
-	key, owner, ok := a.ref.HeldKey(e.i)
+	key, owner, ok := a.live.HeldKey(e.i)
 	if !ok {
 		key = LockName
 	}

@@ -88,7 +88,7 @@ func (p *process) sent(g int64, node int, cmds []redis.Cmder, seq int64) {
 	}
 	a := p.a
 	a.mu.Lock()
-	renewed := a.ref.Renewed(p.n, node, seq)
+	renewed := a.live.Renewed(p.n, node, seq)
 	a.mu.Unlock()
 	p.mu.Lock()
 	s.renewed = s.renewed || renewed
@@ -200,7 +200,7 @@ func (a *Arena) noteStrays() {
 // extended a lease), or what it sent last (or is sending).
 func (a *Arena) strayDoing(p *process, s *stray) string {
 	a.mu.Lock()
-	holds := len(a.ref.HoldKeys(p.n)) > 0
+	holds := len(a.live.HoldKeys(p.n)) > 0
 	a.mu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -252,5 +252,5 @@ func (a *Arena) label(cmds []redis.Cmder, node int) string {
 	hc := a.cmds(cmds)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return strings.TrimSuffix(a.ref.CommandOf(hc, node, 0).Label, " outside Lock/Unlock")
+	return strings.TrimSuffix(a.live.CommandOf(hc, node, 0).Label, " outside Lock/Unlock")
 }

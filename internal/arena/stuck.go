@@ -15,7 +15,7 @@ import (
 // may peek before it locks), the lock is stuck: nobody can buy what is left.
 func (a *Arena) probe(ctx context.Context) {
 	a.mu.Lock()
-	shelf := a.ref.Shelf()
+	shelf := a.live.Shelf()
 	a.mu.Unlock()
 	if shelf <= 0 {
 		a.recordNow(history.Record{Kind: history.RecProbe, What: history.ProbeStuck, OK: true})
@@ -83,7 +83,7 @@ func (s *probeShop) LockKey() string { return s.a.lockKey }
 func (s *probeShop) Stock(ctx context.Context) (int, error) {
 	s.a.mu.Lock()
 	defer s.a.mu.Unlock()
-	return s.a.ref.Shelf(), nil
+	return s.a.live.Shelf(), nil
 }
 
 func (s *probeShop) StockFenced(ctx context.Context, token int64) (int, error) {

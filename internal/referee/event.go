@@ -4,8 +4,9 @@
 // the end reports the verdict a scenario is judged on. It imports only the history, the words
 // (vocab) and the shop's linearizability check (shopcheck): never the arena, a backend or the lab,
 // so a verdict depends on what was recorded, not on how it was played. Hazard: the arena also asks
-// it live questions while staging (who holds, who is inside, who is releasing), so a change to
-// judging can change how a scenario plays.
+// it live questions while staging (who holds, who is inside, who is releasing), where a change to
+// judging could change how a scenario plays; so the arena asks only Live, which reads the records'
+// facts and no verdict, and stages only by events that are facts (Event.Staging).
 package referee
 
 import (
@@ -112,6 +113,20 @@ type Command struct {
 	// "EVALSHA lock @2"; a pipeline's are joined with " + ". Long is how Words says them: a
 	// node by its name ("EVALSHA lock on lock-2").
 	Label, Long string
+}
+
+// Staging tells whether the arena may stage by e: an event that says a fact of the records (an
+// order began its work, read or wrote the stock, returned; a Lock call was refused, found the lock
+// taken, got it; the lock came free), from what Live reads, never a checker's finding (a
+// violation, an overlap, a foreign release, a buyer turned away). Hazard: the arena's waits and
+// its idle probe see these alone (arena's emit); a wait on any other kind would let a change to
+// judging change how a scenario plays.
+func (e Event) Staging() bool {
+	switch e.Kind {
+	case EvEnter, EvWrite, EvWork, EvDone, EvWaiting, EvRefused, EvFree, EvAcquired:
+		return true
+	}
+	return false
 }
 
 // Peek tells whether e is a read of the stock by an order whose Lock has not said yes yet, in a

@@ -139,16 +139,6 @@ func (r *Referee) call(rec history.Record) {
 	}
 }
 
-// holdOf is process n's active hold, nil if it has none.
-func (r *Referee) holdOf(n int) *hold {
-	for _, h := range r.holds {
-		if !h.ended && h.buyer == n {
-			return h
-		}
-	}
-	return nil
-}
-
 // leave takes key nk out of h, at at: gone (deleted, or about to expire), or taken by another
 // process's write. by is the process whose command did it (0: Redis, a failover, the lab). A hold
 // whose created key is gone ends: released by its holder, a foreign release by anyone else, with
@@ -266,7 +256,7 @@ func (r *Referee) command(rec history.Record) {
 		}
 	}
 	if rec.Buyer > 0 {
-		r.say(Event{At: rec.At, Kind: EvCommand, Buyer: rec.Buyer, Node: rec.Node, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r)})
+		r.say(Event{At: rec.At, Kind: EvCommand, Buyer: rec.Buyer, Node: rec.Node, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, &r.facts)})
 		r.replyErrors(rec)
 	}
 	r.lines(rec)
@@ -281,7 +271,7 @@ func (r *Referee) command(rec history.Record) {
 			blame = !rec.ReplyZero // DEL answered how many it deleted
 		} else {
 			blame = false
-			r.blind(ambiguousSays(rec.Buyer, commandOf(rec.Cmds, rec.Node, rec.Call, r).Label, r.nodeName(rec.Node)), vocab.ForeignRelease)
+			r.blind(ambiguousSays(rec.Buyer, commandOf(rec.Cmds, rec.Node, rec.Call, &r.facts).Label, r.nodeName(rec.Node)), vocab.ForeignRelease)
 		}
 	}
 	c := r.calls[rec.Call]

@@ -1,7 +1,6 @@
 package referee
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -11,11 +10,11 @@ import (
 
 // Referee judges a run from its history alone: it knows nothing of the steps, nothing of the
 // arena, and reads no Redis and no clock (TestRefereeIsPure). Fed records in the order they were
-// observed (Add), it keeps the violations found so far and tells the live arena what each record
-// means (Event); Judge feeds it a whole saved history. Each kind has its own small checker over
-// the same records, in a file of its own (shop.go, holds.go, renewals.go, stuck.go; idle and
-// starved beside the shop's and findings.go; the error replies in replies.go), and everything it
-// says is in words.go:
+// observed (Add), it keeps the violations found so far, tells the live arena what each record
+// means (Event) and answers its questions from the records' facts alone (Live); Judge feeds it a
+// whole saved history. Each kind has its own small checker over the same records, in a file of
+// its own (shop.go, holds.go, renewals.go, stuck.go; idle and starved beside the shop's and
+// findings.go; the error replies in replies.go), and everything it says is in words.go:
 //
 //   - overlap, oversold (the shop is the truth): an order's critical section runs from the stock
 //     read its write was computed from (its last read before the write) to that write, in the
@@ -45,56 +44,41 @@ import (
 // Hazard: what it cannot observe it must say (a blind record), or a verdict would rest on partial
 // evidence in silence.
 type Referee struct {
-	h      history.History // the header, and the records so far
-	emit   func(Event)
-	window time.Duration // a key that expires within it is released now
+	// facts is what the records state, which the arena asks while it plays (Live); every field
+	// below is the judging's, and no question of the arena reads one.
+	facts
+	emit func(Event)
 
-	procs  map[int]*rproc
-	orders map[int]*rorder
-	ranked []*rorder // by when they began
-	calls  map[int]*rcall
 	listed map[nodeKey]map[string]int // a list's items, by the buyer whose command put each there
 
 	// the shop
-	spans     []*span
-	pairs     map[[2]int]bool
-	overlaps  []Overlap
-	confirmed int
-	shelf     int
-	shelfSeq  int64
-	final     *int
-	lost      []Rejection
-	commands  int
+	spans    []*span
+	pairs    map[[2]int]bool
+	overlaps []Overlap
+	final    *int
+	lost     []Rejection
+	commands int
 
 	// the holds
-	nodes   []map[string]*rkey
-	holds   []*hold
-	granted int // Lock calls of buyers that returned true
 	foreign []Foreign
 	renewed []Renewal
 	replies []ReplyError
 	// noScript is, by process, call and node, the reply a NOSCRIPT of the latest command there
 	// was counted in: taken back if the next is the script itself (EVAL).
 	noScript map[[3]int]int
-	// lastRenewal is each process's latest command that extended a lease (Renewed).
-	lastRenewal map[int]nodeSeq
 
 	// waiting
-	freeAt  time.Duration // when the last active hold ended; -1 while one is active (or before any)
-	first   time.Duration // the first such moment; -1 before
+	first   time.Duration // the first moment the lock came free; -1 before
 	last    time.Duration
 	gaps    []gap
 	probes  map[time.Duration]time.Duration
 	starved []Starve
 
-	reentry    []Reentry
-	blinds     []Blind
-	notes      []string
-	nowhere    string
-	timedOut   string
-	stuck      stuckState
-	failedOver bool
-	told       map[vocab.Kind]bool
+	reentry []Reentry
+	blinds  []Blind
+	notes   []string
+	stuck   stuckState
+	told    map[vocab.Kind]bool
 	// liveStuckSaid is the live check's sentence for a stuck lock, once it found one.
 	liveStuckSaid string
 }
@@ -225,13 +209,8 @@ type stuckState struct {
 // ignored; Add them). emit, if not nil, is told what each record means, as it is added.
 func NewReferee(h history.History, emit func(Event)) *Referee {
 	h.Records = nil
-	r := &Referee{h: h, emit: emit, procs: map[int]*rproc{}, orders: map[int]*rorder{},
-		calls: map[int]*rcall{}, listed: map[nodeKey]map[string]int{}, pairs: map[[2]int]bool{}, shelf: h.Stock, freeAt: -1, first: -1,
-		probes: map[time.Duration]time.Duration{}, told: map[vocab.Kind]bool{}, lastRenewal: map[int]nodeSeq{}, noScript: map[[3]int]int{}}
-	r.window = max(4*h.Timing.RTT, 5*time.Millisecond)
-	for range max(len(h.Nodes), 1) {
-		r.nodes = append(r.nodes, map[string]*rkey{})
-	}
+	r := &Referee{facts: newFacts(h), emit: emit, listed: map[nodeKey]map[string]int{}, pairs: map[[2]int]bool{}, first: -1,
+		probes: map[time.Duration]time.Duration{}, told: map[vocab.Kind]bool{}, noScript: map[[3]int]int{}}
 	return r
 }
 
@@ -261,22 +240,6 @@ func (r *Referee) say(e Event) {
 	if r.emit != nil {
 		r.emit(e)
 	}
-}
-
-func (r *Referee) proc(n int) *rproc {
-	p := r.procs[n]
-	if p == nil {
-		p = &rproc{ended: -1}
-		r.procs[n] = p
-	}
-	return p
-}
-
-func (r *Referee) node(i int) map[string]*rkey {
-	for len(r.nodes) <= i {
-		r.nodes = append(r.nodes, map[string]*rkey{})
-	}
-	return r.nodes[i]
 }
 
 // announce tells the live arena of the first violation of each kind, in the referee's words, with
@@ -329,7 +292,7 @@ func (r *Referee) Add(rec history.Record) {
 	case history.RecStock:
 		r.stockOp(rec)
 	case history.RecFault:
-		r.say(Event{At: rec.At, Kind: EvFault, Buyer: rec.Buyer, Fault: history.Fault(rec.What), Sentence: rec.Says, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r)})
+		r.say(Event{At: rec.At, Kind: EvFault, Buyer: rec.Buyer, Fault: history.Fault(rec.What), Sentence: rec.Says, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, &r.facts)})
 	case history.RecProcess:
 		r.process(rec)
 	case history.RecNode:
@@ -371,114 +334,4 @@ func (r *Referee) blind(what string, kinds ...vocab.Kind) {
 		}
 	}
 	r.blinds = append(r.blinds, Blind{Kinds: kinds, What: what})
-}
-
-func (r *Referee) nodeName(i int) string {
-	if i < len(r.h.Nodes) {
-		return r.h.Nodes[i]
-	}
-	return fmt.Sprintf("lock node %d", i+1)
-}
-
-// — what the lab asks while a run goes on —
-
-// Inside is the buyer whose order is inside its critical section (the first in, if several
-// are), or else the buyer of the first active hold; 0 if none.
-func (r *Referee) Inside() int {
-	var first *rorder
-	for _, o := range r.ranked {
-		if o.inside && (first == nil || o.reads[len(o.reads)-1].seq < first.reads[len(first.reads)-1].seq) {
-			first = o
-		}
-	}
-	if first != nil {
-		return first.buyer
-	}
-	if h := r.activeHold(); h != nil {
-		return h.buyer
-	}
-	return 0
-}
-
-// Releasing tells whether buyer n has an Unlock call under way (begun, not returned).
-func (r *Referee) Releasing(n int) bool {
-	for _, c := range r.calls {
-		if c.buyer == n && !c.lock {
-			return true
-		}
-	}
-	return false
-}
-
-// Shelf is the stock as last written.
-func (r *Referee) Shelf() int { return r.shelf }
-
-// SoldOut reports whether the shop is done selling: the stock as last written is gone, or as
-// many orders were confirmed as there were units. Hazard: the shelf alone never empties under a
-// handler that writes a stale count (read before its Lock): sales go on past the stock, and a
-// scenario that orders until the shelf is empty runs to its deadline, with no verdict.
-func (r *Referee) SoldOut() bool { return r.shelf <= 0 || r.confirmed >= r.h.Stock }
-
-// HoldKeys is the keys (on node node) of buyer's active hold: what its Lock wrote and still holds.
-func (r *Referee) HoldKeys(buyer int) map[int][]string {
-	out := map[int][]string{}
-	for _, h := range r.holds {
-		if h.ended || h.buyer != buyer {
-			continue
-		}
-		for nk := range h.keys {
-			out[nk.node] = append(out[nk.node], nk.key)
-		}
-	}
-	for _, ks := range out {
-		slices.Sort(ks)
-	}
-	return out
-}
-
-// Owner is the buyer whose active hold has key on node, or 0.
-func (r *Referee) Owner(node int, key string) int {
-	if st := r.node(node)[key]; st != nil && st.hold != nil && !st.hold.ended {
-		return st.hold.buyer
-	}
-	return 0
-}
-
-// Renewed tells whether the latest command of process n that extended a lease is the one at seq
-// in node's order.
-func (r *Referee) Renewed(n, node int, seq int64) bool {
-	x, ok := r.lastRenewal[n]
-	return ok && x == nodeSeq{node, seq}
-}
-
-// FailedOver reports whether a lock node has failed over.
-func (r *Referee) FailedOver() bool { return r.failedOver }
-
-// NoVerdict reports whether the run can reach no verdict on its kinds whatever comes: it ran past
-// its deadline, or its fault found nowhere to strike.
-func (r *Referee) NoVerdict() bool { return r.timedOut != "" || r.nowhere != "" }
-
-// Values is every key of lock node node as the referee last saw it: its value print.
-func (r *Referee) Values(node int) map[string]string {
-	out := map[string]string{}
-	for k, st := range r.node(node) {
-		out[k] = st.value
-	}
-	return out
-}
-
-// HeldKey is the first key (by name) of an active hold on node, and its holder; ok is false when
-// no hold has a key there.
-func (r *Referee) HeldKey(node int) (key string, owner int, ok bool) {
-	for _, h := range r.holds {
-		if h.ended {
-			continue
-		}
-		for nk := range h.keys {
-			if nk.node == node && (!ok || nk.key < key) {
-				key, owner, ok = nk.key, h.buyer, true
-			}
-		}
-	}
-	return key, owner, ok
 }

@@ -543,10 +543,10 @@ func TestFailoverToAnOlderValueLosesTheHold(t *testing.T) {
 	if !slices.Contains(kinds, EvLost) {
 		t.Errorf("no lost lock: events %v", kinds)
 	}
-	if keys := r.HoldKeys(1); len(keys) != 0 {
+	if keys := r.Live().HoldKeys(1); len(keys) != 0 {
 		t.Errorf("buyer 1 still holds %v after its write was lost", keys)
 	}
-	if _, owner, ok := r.HeldKey(0); ok {
+	if _, owner, ok := r.Live().HeldKey(0); ok {
 		t.Errorf("the older value is held by buyer %d; it is nobody's hold", owner)
 	}
 }

@@ -16,19 +16,15 @@ import (
 // created (its lock proper, not a line of waiters it keeps) — a lock its renewer did not hold at
 // that moment, kept alive by someone else.
 func (r *Referee) renewal(rec history.Record, kc history.KeyChange, prev *rkey, h *hold) {
-	if prev == nil || kc.Gone() || kc.Before != kc.After || prev.value != kc.After || prev.deadline < 0 || rec.Buyer <= 0 {
+	if !r.renews(rec, kc, prev) {
 		return
 	}
-	if kc.TTL >= 0 && rec.At+kc.TTL <= prev.deadline {
-		return
-	}
-	r.lastRenewal[rec.Buyer] = nodeSeq{rec.Node, rec.Seq}
 	nk := nodeKey{rec.Node, kc.Key}
 	if h == nil || h.ended || h.buyer == rec.Buyer || !h.keys[nk] {
 		return
 	}
 	owner := r.proc(h.buyer)
-	f := Renewal{By: rec.Buyer, Owner: h.buyer, Node: rec.Node, At: rec.At, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, r).Label,
+	f := Renewal{By: rec.Buyer, Owner: h.buyer, Node: rec.Node, At: rec.At, Cmd: commandOf(rec.Cmds, rec.Node, rec.Call, &r.facts).Label,
 		Dead: owner.dead, Done: owner.current == 0 && owner.orders > 0}
 	r.renewed = append(r.renewed, f)
 	r.announce(rec.At, vocab.ForeignRenewal, f.String(), f.By, f.Owner)

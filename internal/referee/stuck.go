@@ -11,16 +11,6 @@ import (
 // The stuck checker: the end-of-run probe's finding, or, in a live session, a lock that never
 // expires, held by (or left by) an order that has ended.
 
-// activeHold is the first hold still active, or nil.
-func (r *Referee) activeHold() *hold {
-	for _, h := range r.holds {
-		if !h.ended {
-			return h
-		}
-	}
-	return nil
-}
-
 func (r *Referee) stuckProbe(rec history.Record) {
 	if rec.OK {
 		r.stuck = stuckState{probed: true}

@@ -27,14 +27,8 @@ func isScript(name string) bool {
 	return strings.HasPrefix(name, "EVAL") || strings.HasPrefix(name, "FCALL")
 }
 
-// CommandOf is the Command of cmds sent to lock node node in call call (0: none, or not known),
-// as the referee knows the run so far.
-func (r *Referee) CommandOf(cmds []history.Cmd, node, call int) *Command {
-	return commandOf(cmds, node, call, r)
-}
-
 // commandOf is the Command of cmds sent to lock node node in call call (0: none, or not known).
-func commandOf(cmds []history.Cmd, node, call int, r *Referee) *Command {
+func commandOf(cmds []history.Cmd, node, call int, r *facts) *Command {
 	if len(cmds) == 0 {
 		return nil
 	}
