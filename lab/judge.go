@@ -11,7 +11,6 @@ import (
 	"github.com/lockstep-lab/lockstep/internal/history"
 	"github.com/lockstep-lab/lockstep/internal/matrix"
 	"github.com/lockstep-lab/lockstep/internal/referee"
-	"github.com/lockstep-lab/lockstep/internal/scenario"
 	"github.com/lockstep-lab/lockstep/lab/course"
 	"github.com/lockstep-lab/lockstep/lab/page"
 	"github.com/lockstep-lab/lockstep/steps"
@@ -98,23 +97,8 @@ func cellReports(cells []cell) []*referee.Report {
 }
 
 // readRuns reads a file of runs: what -save wrote, a report run -json printed, or a bare
-// history. Anything else is bad input, in one line.
+// history, each history in any format (history.Version). Anything else is bad input, in one line.
 func readRuns(file string) ([]savedRun, error) {
-	runs, err := readRunsAsSaved(file)
-	for _, r := range runs {
-		withJudged(r.History)
-		for _, o := range r.Others {
-			withJudged(o)
-		}
-	}
-	return runs, err
-}
-
-// withJudged fills in the header of a history saved before histories carried what their scenario
-// judges: the scenario's sentence and kinds as they are today.
-func withJudged(h *history.History) { scenario.Fill(h) }
-
-func readRunsAsSaved(file string) ([]savedRun, error) {
 	s, err := readSaved(file)
 	return s.Runs, err
 }

@@ -94,10 +94,6 @@ func loadProgram(file string, all []*steps.Step) (*tui.Program, error) {
 		return nil, usageError("-program %s: a program file holds one run with its history, this one %s", file, course.Count(len(s.Runs), "run", "runs"))
 	}
 	r := s.Runs[0]
-	withJudged(r.History)
-	for _, o := range r.Others {
-		withJudged(o)
-	}
 	i := slices.IndexFunc(all, func(st *steps.Step) bool { return st.Slug == r.Step })
 	switch {
 	case i >= 0:

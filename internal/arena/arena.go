@@ -132,7 +132,7 @@ func NewArena(ctx context.Context, cfg Config) (*Arena, error) {
 		a.inv.Close()
 		return nil, fmt.Errorf("arena: stocking the shelf: %w", err)
 	}
-	h := history.History{Step: cfg.Step.Slug, Scenario: cfg.Scenario, What: cfg.What, Judged: cfg.Judged, Play: cfg.Play,
+	h := history.History{Format: history.Version, Step: cfg.Step.Slug, Scenario: cfg.Scenario, What: cfg.What, Judged: cfg.Judged, Play: cfg.Play,
 		Backend: cfg.Env.Backend(), Timing: cfg.Timing, LockKey: LockName, Stock: cfg.Stock, NoLock: cfg.Step.NoLock}
 	for _, n := range cfg.Env.Nodes() {
 		h.Nodes = append(h.Nodes, n.Name())

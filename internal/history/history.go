@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/lockstep-lab/lockstep/internal/vocab"
@@ -16,6 +15,9 @@ import (
 // History is one run as data: everything the arena observed, in the order it observed it. The
 // referee is a function of it (Judge), so a saved history is judged again to the same verdict.
 type History struct {
+	// Format is the format it was written in (Version when this code wrote it); 0 for a history
+	// written before histories said theirs. Reading one upgrades it (format.go).
+	Format   int            `json:"format,omitempty"`
 	Step     string         `json:"step"`
 	Scenario vocab.Scenario `json:"scenario"` // "" for a live session: every kind is judged
 	// What says in one sentence what the scenario does; Judged is the kinds it judges (every kind
@@ -34,32 +36,9 @@ type History struct {
 	// with no Lock to say yes first. The referee tells a peek (a read before the order's Lock said
 	// yes) by it. Hazard: without it, a read by an order of a lock-free step and a peek look
 	// alike; it is written even when false, so a history saved before it was kept is known by its
-	// absence (UnmarshalJSON).
+	// absence (upgrade).
 	NoLock  bool     `json:"no_lock"`
 	Records []Record `json:"records"`
-}
-
-// UnmarshalJSON reads a history as WriteHistory wrote it. Hazard: a history saved before its
-// header said NoLock has no no_lock; it is read as taking no lock when no command reached a lock
-// node (no RecCmd), or each read of a lock-free step's order would be a peek. Not "no Lock
-// call": reentrant's nested Lock is called, and recorded, on a step that takes no lock too (its
-// Lock sends nothing); of the 300 saved cells, this rule reads each as its step says.
-func (h *History) UnmarshalJSON(b []byte) error {
-	type plain History // History without this method
-	var v struct {
-		plain
-		NoLock *bool `json:"no_lock"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*h = History(v.plain)
-	if v.NoLock != nil {
-		h.NoLock = *v.NoLock
-	} else {
-		h.NoLock = !slices.ContainsFunc(h.Records, func(r Record) bool { return r.Kind == RecCmd })
-	}
-	return nil
 }
 
 // RecordKind says what a Record is.

@@ -50,3 +50,23 @@ func TestAnOldHistoryTakesNoLockWithoutALockCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestAHistoryOfThisFormatIsNotGuessed: a history that says it is of this format (Version) is
+// read as written: no no_lock is false, whatever its records, and no judged stays none. Hazard:
+// guessed like an old one, a locking run whose lock sent nothing would read as a lock-free step's.
+func TestAHistoryOfThisFormatIsNotGuessed(t *testing.T) {
+	h, err := ReadHistory(strings.NewReader(`{"format":1,"step":"05_owner","scenario":"crash","records":[{"kind":"stock","what":"read","buyer":1,"order":1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.NoLock || h.Judged != nil || h.Format != 1 {
+		t.Errorf("read as NoLock %v, judged %v, format %d: want false, none, 1", h.NoLock, h.Judged, h.Format)
+	}
+	var b bytes.Buffer
+	if err := WriteHistory(&b, &History{Format: Version, Step: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"format": 1`) {
+		t.Errorf("the format is not written: %s", b.String())
+	}
+}

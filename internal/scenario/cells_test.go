@@ -99,3 +99,25 @@ func TestSavedCellsKnowWhetherTheyLock(t *testing.T) {
 		}
 	}
 }
+
+// TestAnOldHistoryIsJudgedForItsScenario: a history of format 0 without "judged" (written before
+// histories carried what their scenario judges) is read with its scenario's sentence and kinds as
+// the catalog says them today, and judged for them; one of this format is read as it says.
+// Hazard: read with no kinds, an old crash run would be judged for nothing and pass.
+func TestAnOldHistoryIsJudgedForItsScenario(t *testing.T) {
+	old := `{"step":"05_owner","scenario":"crash","records":[]}`
+	var h history.History
+	if err := json.Unmarshal([]byte(old), &h); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.Judged, scenario.Crash.Judges) || h.What != scenario.Crash.What || h.Format != 0 {
+		t.Errorf("format 0 read as judged %v, what %q, format %d: want %v, %q, 0", h.Judged, h.What, h.Format, scenario.Crash.Judges, scenario.Crash.What)
+	}
+	var now history.History
+	if err := json.Unmarshal([]byte(`{"format":1,"step":"05_owner","scenario":"crash","records":[]}`), &now); err != nil {
+		t.Fatal(err)
+	}
+	if now.Judged != nil || now.What != "" {
+		t.Errorf("format 1 read as judged %v, what %q: want it as written", now.Judged, now.What)
+	}
+}
