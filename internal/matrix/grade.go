@@ -275,14 +275,17 @@ func clockOf(t time.Time) string {
 	return WallClock
 }
 
-// Stalled calls found once the newest bubble's goroutines have not moved for stallLimit dumps
-// half a second apart: the same goroutines in the same frames. A bubble whose clock cannot advance does
-// nothing at all, and says so within seconds; one that runs, however slowly on a loaded machine,
-// changes between dumps.
+// Stalled calls found once the newest bubble cannot go on: at once (two dumps a tenth of a second
+// apart) when every goroutine of it is durably blocked or waits for a sync.Mutex or RWMutex
+// (deadlocked: the holder waits on the bubble's clock, which a mutex's waiter keeps from
+// advancing, as a lock that holds its mutex across a round trip does when two requests of one
+// process meet), else once its goroutines have not moved for stallLimit dumps: the same
+// goroutines in the same frames. A bubble that runs, however slowly on a loaded machine, changes
+// between dumps.
 func Stalled(stop <-chan struct{}, found func()) {
-	tick := time.NewTicker(time.Second / 2)
+	tick := time.NewTicker(stallTick)
 	defer tick.Stop()
-	last, same := "", 0
+	last, same, locked := "", 0, 0
 	for {
 		select {
 		case <-stop:
@@ -295,17 +298,44 @@ func Stalled(stop <-chan struct{}, found func()) {
 		} else {
 			same = 0
 		}
+		if now != "" && deadlocked(now) {
+			locked++
+		} else {
+			locked = 0
+		}
 		last = now
-		if same >= stallLimit {
+		if same >= stallLimit || locked >= 2 {
 			found()
 			return
 		}
 	}
 }
 
-// stallLimit is how many dumps half a second apart must find the newest bubble unchanged before its
-// clock has stopped.
-const stallLimit = 4
+// stallTick is how often Stalled dumps the goroutines.
+const stallTick = time.Second / 10
+
+// deadlocked says whether every goroutine of bubble (newestBubble's dump) is durably blocked or
+// waits for a mutex, and one at least for a mutex: none can move again, since the bubble's clock
+// advances only once every goroutine is durably blocked, and a mutex's waiter is not.
+func deadlocked(bubble string) bool {
+	mutex := false
+	for _, g := range strings.Split(bubble, "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		state, _, _ := strings.Cut(head[strings.Index(head, "[")+1:], "]")
+		switch {
+		case strings.Contains(state, "(durable)"):
+		case strings.HasPrefix(state, "sync.Mutex.Lock"), strings.HasPrefix(state, "sync.RWMutex.Lock"), strings.HasPrefix(state, "sync.RWMutex.RLock"):
+			mutex = true
+		default:
+			return false
+		}
+	}
+	return mutex
+}
+
+// stallLimit is how many dumps stallTick apart must find the newest bubble unchanged before its
+// clock has stopped (2 s).
+const stallLimit = 20
 
 // newestBubble is the part of a dump of every goroutine that belongs to the newest bubble.
 func newestBubble(stacks string) string {
