@@ -52,25 +52,32 @@ type gradeFlags struct {
 	wantArg string          // -want as given, kept in a saved grade for lab class
 	name    string          // the learner's name, for lab class (-name)
 	save    string          // write the grade's runs to this file, for lab class and lab judge (-save)
-	explore time.Duration   // wall time to explore the lock after its row (-explore; 0: not at all)
+	explore time.Duration   // wall time to explore the lock after its row at most (-explore; 0: not at all)
+	progs   int             // the most programs that exploring plays (-programs; 0: as many as -explore allows)
 }
 
-// gradeExplores is how long grade explores after the scenarios unless -explore says otherwise.
-const gradeExplores = 30 * time.Second
+// gradeExplores is how long grade explores after the scenarios at most, and gradePrograms how
+// many programs, unless -explore and -programs say otherwise: a count, so that every laptop of a
+// room finds the same (200 programs of a copy of 09: 6.6 s on this project's 2 cores, of 04:
+// 0.6 s), and a wall-clock bound for a lock whose programs are slow.
+const (
+	gradeExplores = 30 * time.Second
+	gradePrograms = 200
+)
 
 // gradeCmd grades the package in the folder its one argument names: every scenario, its row, a
 // sentence per violation, the way on from each break, then what exploring it found; an error
 // (exit 1) when anything was violated or not judged, by a scenario or an explored program — or,
 // with -want, when the row is not the target's (exploring does not move that verdict).
 func gradeCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("grade", "lab grade [-want STEP] [-name NAME -save FILE] [-nodes 1] [-redis embedded] [-json] [-html FILE] [-explore 30s] DIR\n\n"+
+	fs := newFlags("grade", "lab grade [-want STEP] [-name NAME -save FILE] [-nodes 1] [-redis embedded] [-json] [-html FILE] [-explore 30s] [-programs 200] DIR\n\n"+
 		"Grades the lock package in DIR (a folder inside this module, e.g. steps/mine: a copy of a step,\n"+
 		"changed). It must export "+grading.WantNew+", and may export\n"+
 		grading.WantOrder+" (without it, the lab's steps.DefaultOrder places the orders).\n"+
 		"Every scenario is played against it as the matrix plays the steps, in virtual time on the\n"+
 		"embedded backend; exit 0 when nothing was violated, 1 when something was, 2 on bad input.\n"+
 		"With -want, exit 0 when the row is the target's, cell for cell, and 1 when it is not.\n"+
-		"Then it explores the lock for 30 s more, as lab explore DIR does: random programs of faults,\n"+
+		"Then it explores the lock with 200 programs more (at most 30 s), as lab explore DIR does: random programs of faults,\n"+
 		"beyond what the scenarios stage. A break is shrunk and said in words with the command that\n"+
 		"replays it (and without -want, exit 1); -explore 0 skips it.", stderr)
 	var f gradeFlags
@@ -81,7 +88,8 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	want := fs.String("want", "", "the row you aim for: a step (04), then any scenario=verdict where an exercise's row is not that step's (05,unlock-race=ok; a verdict is ok, ?, or kinds joined by +)")
 	fs.StringVar(&f.name, "name", "", "your name, as lab class shows your row beside the others' (with -save or -html)")
 	fs.StringVar(&f.save, "save", "", "write the grade (every cell's run, your name) to this file, for lab class and lab judge")
-	fs.DurationVar(&f.explore, "explore", gradeExplores, "after the scenarios, explore the lock this long (wall time; random programs of faults, as lab explore plays them); 0: not at all")
+	fs.DurationVar(&f.explore, "explore", gradeExplores, "after the scenarios, explore the lock this long at most (wall time; random programs of faults, as lab explore plays them); 0: not at all")
+	fs.IntVar(&f.progs, "programs", gradePrograms, "the most programs exploring plays (the same on every machine); 0: as many as -explore allows")
 	dir, err := parseWithDir(fs, args)
 	if err != nil {
 		return err
@@ -100,6 +108,9 @@ func gradeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.explore < 0 {
 		return usageError("-explore %v: want a duration, e.g. 30s, or 0 not to explore", f.explore)
+	}
+	if f.progs < 0 {
+		return usageError("-programs %d: want a number of programs, or 0 for as many as -explore allows", f.progs)
 	}
 	if err := redisenv.CheckName(f.backend, redisenv.Options{Nodes: f.nodes}); err != nil {
 		return usageError("%v", err)
@@ -221,20 +232,28 @@ func exploreAfter(gr *grader, p *grading.Pkg, f gradeFlags, row []cell, w, stder
 	return err
 }
 
-// exploreGraded explores the lock grade has just graded, from seed 1 for f.explore, in the grader
+// exploreGraded explores the lock grade has just graded, from seed 1 for f.progs programs at most f.explore, in the grader
 // that graded it (one build for both), and prints to w what it found that the row did not show
 // already (rowShows), as lab explore prints its map. broke is the news that breaks the lock, as
 // lab explore returns it (a refusal after the lab's own node fault is no break); err why
 // exploring stopped short. Hazard: the grader's context ending (Ctrl-C) is an err that is a
 // childExit with status 130, to pass on.
 func exploreGraded(gr *grader, p *grading.Pkg, f gradeFlags, row []cell, w, stderr io.Writer) (broke, err error) {
-	fmt.Fprintf(w, "\nExploring %v more: random programs of faults, each in virtual time, as lab explore plays them (-explore 0 skips it)…\n", f.explore)
-	req := explore.Request{Seed: 1, Budget: f.explore, Buyers: 3}
+	fmt.Fprintf(w, "\nExploring %s more: random programs of faults, each in virtual time, as lab explore plays them (-explore 0 skips it)…\n", exploring(f))
+	req := explore.Request{Seed: 1, Budget: f.explore, Programs: f.progs, Buyers: 3}
 	res, err := runExplorer(gr, req, p.Rel, stderr)
 	if err != nil {
 		return nil, err
 	}
 	return printExplored(res, p.Rel, exploreFlags{seed: 1, buyers: 3, nodes: f.nodes}, func(fd *explore.Found) string { return rowShows(row, fd) }, w), nil
+}
+
+// exploring says how much a grade explores: "200 programs (at most 30s)", or "30s".
+func exploring(f gradeFlags) string {
+	if f.progs > 0 {
+		return fmt.Sprintf("%d programs (at most %v)", f.progs, f.explore)
+	}
+	return f.explore.String()
 }
 
 // rowShows says how a grade's row showed fd already — its kind in the cell of a scenario that
