@@ -81,7 +81,10 @@ func TestURLLeavesOtherKeysAlone(t *testing.T) {
 		if events != "" {
 			name = "notify-keyspace-events " + events
 		}
-		t.Run(name, func(t *testing.T) { checkURLLeavesOtherKeysAlone(t, events) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel() // a server each; both mostly wait on the wall clock
+			checkURLLeavesOtherKeysAlone(t, events)
+		})
 	}
 }
 
