@@ -124,6 +124,10 @@ type Step struct {
 	// Needs names the commands the step sends that not every Redis runs (DELEX). A run on a lock
 	// node whose server lacks one is not played: it says why (arena.ErrCannotStage), never passes.
 	Needs []Need
+	// NeedsReplica: the step's Lock waits for a replica to acknowledge its write (WAIT) and
+	// refuses without one, so a lock node with no replica refuses every order. Such a run is not
+	// played (arena.ErrCannotStage, with the reason), never judged as a lock that sells nothing.
+	NeedsReplica bool
 
 	// New builds the step's Locker for one process.
 	New func(p Proc) Locker

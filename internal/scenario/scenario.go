@@ -178,7 +178,22 @@ func init() {
 // played, so a server without the command gives a reason, never a verdict: played anyway, its
 // refusals would read as a lock that merely failed to unlock.
 func lacking(ctx context.Context, cfg arena.Config) error {
-	if cfg.Step == nil || len(cfg.Step.Needs) == 0 {
+	if cfg.Step == nil {
+		return nil
+	}
+	if cfg.Step.NeedsReplica {
+		for _, node := range cfg.Env.Nodes() {
+			if !node.CanFailover() {
+				// A server the lab does not own may have replicas of its own, but none the lab
+				// knows to acknowledge in time (side_wait refused every order on a redis-server
+				// with a replica attached by hand, 2026-11-28): the road is played where the lab
+				// runs the replica.
+				return fmt.Errorf("%w: %s takes a lock only once a replica acknowledged it (WAIT 1), and the %s backend's %s node has no replica the lab runs beside it: every order would be refused",
+					arena.ErrCannotStage, cfg.Step.Slug, cfg.Env.Backend(), node.Name())
+			}
+		}
+	}
+	if len(cfg.Step.Needs) == 0 {
 		return nil
 	}
 	cmds := make([]string, len(cfg.Step.Needs))
