@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -99,7 +98,7 @@ func gradeHere(p *grading.Pkg, ov grading.Overlay, dir string) (bin string, ok b
 	if err != nil {
 		return "", true, err
 	}
-	if m[4] != needsLiteral(st.Needs) {
+	if m[4] != grading.NeedsCode(st.Needs) {
 		return "", false, nil
 	}
 	spec := inGraderSpec{Step: step, OwnOrder: m[3] == "yourlock.Order"}
@@ -129,18 +128,6 @@ func gradeHere(p *grading.Pkg, ov grading.Overlay, dir string) (bin string, ok b
 		err = copyFile(self, bin)
 	}
 	return bin, true, err
-}
-
-// needsLiteral is needs as the overlay's code writes it (lab/grading's needsCode).
-func needsLiteral(needs []steps.Need) string {
-	if len(needs) == 0 {
-		return "nil"
-	}
-	var each []string
-	for _, n := range needs {
-		each = append(each, fmt.Sprintf("{Command: %q, Since: %q}", n.Command, n.Since))
-	}
-	return "[]steps.Need{" + strings.Join(each, ", ") + "}"
 }
 
 // inGrader is what this binary plays when a command runs it as a learner's grader (nil: it runs

@@ -117,12 +117,13 @@ import (
 func init() {
 	learner = &steps.Step{Slug: %q, Side: true, Nodes: %d, New: yourlock.New, Order: %s, Needs: %s}
 	learnerPkg = %q%s}
-`, imports, p.ImportPath, p.Rel, nodes, order, needsCode(p.Needs), p.ImportPath, perProcess)
+`, imports, p.ImportPath, p.Rel, nodes, order, NeedsCode(p.Needs), p.ImportPath, perProcess)
 	return ov
 }
 
-// needsCode is needs as Go source: nil, or a []steps.Need literal.
-func needsCode(needs []steps.Need) string {
+// NeedsCode is needs as Go source: nil, or a []steps.Need literal (the overlay the grader is built
+// with writes it; the lab's in-binary grading compares a built grader's Needs with it).
+func NeedsCode(needs []steps.Need) string {
 	if len(needs) == 0 {
 		return "nil"
 	}
